@@ -1,0 +1,107 @@
+"""Typed errors. Every error about a record names where it was found (key, seq, action, call index)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where in the action-state space something happened; ``None`` fields are unknown or not applicable."""
+
+    key: str | None = None
+    seq: int | None = None
+    action: str | None = None
+    call_index: int | None = None
+
+    def __str__(self) -> str:
+        parts = []
+        if self.key is not None:
+            parts.append(f"key={self.key!r}")
+        if self.seq is not None:
+            parts.append(f"seq={self.seq}")
+        if self.action is not None:
+            parts.append(f"action={self.action!r}")
+        if self.call_index is not None:
+            parts.append(f"call_index={self.call_index}")
+        return ", ".join(parts) or "<no location>"
+
+
+class DurableError(Exception):
+    """Base class of every error this runtime raises on purpose."""
+
+
+class LocatedError(DurableError):
+    """An error tied to a place in the action-state space."""
+
+    def __init__(self, message: str, location: Location | None = None) -> None:
+        self.location = location or Location()
+        self.reason = message
+        super().__init__(f"{message} [{self.location}]" if location else message)
+
+    @property
+    def key(self) -> str | None:
+        return self.location.key
+
+    @property
+    def seq(self) -> int | None:
+        return self.location.seq
+
+    @property
+    def action(self) -> str | None:
+        return self.location.action
+
+    @property
+    def call_index(self) -> int | None:
+        return self.location.call_index
+
+
+class CorruptRecordError(LocatedError):
+    """A persisted record cannot be read: bad structure, wrong types, unknown fields."""
+
+
+class PayloadDecodeError(CorruptRecordError):
+    """A call result's result or exception payload cannot be decoded (or failed verification)."""
+
+
+class UntrustedPayloadError(PayloadDecodeError):
+    """A payload asks to load code or a class the restricted loader does not admit."""
+
+
+class NondeterminismError(LocatedError):
+    """Strict mode: the call at an index differs from the recorded one."""
+
+    def __init__(
+        self,
+        location: Location,
+        expected_function_id: str,
+        expected_digest: str,
+        actual_function_id: str,
+        actual_digest: str,
+    ) -> None:
+        self.expected_function_id = expected_function_id
+        self.expected_digest = expected_digest
+        self.actual_function_id = actual_function_id
+        self.actual_digest = actual_digest
+        super().__init__(
+            "non-deterministic durable call: recorded "
+            f"{expected_function_id} (digest {expected_digest}) but the action now calls "
+            f"{actual_function_id} (digest {actual_digest}) at call index {location.call_index}",
+            location,
+        )
+
+
+class MemoryAccessError(DurableError):
+    """Memory or ``send_event`` was used where it is not allowed (inside a durable function)."""
+
+
+class ActionFailedError(LocatedError):
+    """User action code raised; the run is aborted like a failed Flink task."""
+
+
+class StoreError(DurableError):
+    """A store could not be opened or reached, or refused an operation."""
+
+
+class StoreUrlError(StoreError):
+    """A store URL is malformed or names an unknown scheme."""

@@ -1,0 +1,195 @@
+"""Events: the unit of communication between actions (flink_agents.api.events)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, ClassVar
+
+#: Java class name written as ``@class`` for events produced by Python agents.
+BASE_EVENT_CLASS = "org.apache.flink.agents.api.Event"
+
+
+class Event:
+    """An event with a stable ``id``, a ``type`` string used for routing, and JSON-like ``attributes``.
+
+    Built-in events are thin subclasses that fix ``type`` and expose their attributes as properties.
+    ``java_class`` and the two lineage fields only matter for byte-exact Java serialization.
+    """
+
+    TYPE: ClassVar[str] = ""
+
+    __slots__ = ("attributes", "id", "java_class", "type", "upstream_action_name", "upstream_event_id")
+
+    def __init__(
+        self,
+        type: str | None = None,
+        attributes: dict[str, Any] | None = None,
+        *,
+        id: uuid.UUID | None = None,
+        java_class: str = BASE_EVENT_CLASS,
+        upstream_event_id: str | None = None,
+        upstream_action_name: str | None = None,
+    ) -> None:
+        event_type = type if type is not None else self.TYPE
+        if not isinstance(event_type, str) or not event_type:
+            raise ValueError("an event needs a non-empty type string")
+        self.id: uuid.UUID | None = id if id is not None else uuid.uuid4()
+        self.type: str = event_type
+        self.attributes: dict[str, Any] = dict(attributes) if attributes else {}
+        self.java_class = java_class
+        self.upstream_event_id = upstream_event_id
+        self.upstream_action_name = upstream_action_name
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Event):
+            return NotImplemented
+        return (self.id, self.type, self.attributes) == (other.id, other.type, other.attributes)
+
+    def __hash__(self) -> int:
+        return hash((self.id, self.type))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(type={self.type!r}, attributes={self.attributes!r}, id={self.id})"
+
+    def as_base(self) -> Event:
+        """The same event as a plain :class:`Event` (what a store hands back)."""
+        return Event(
+            self.type,
+            self.attributes,
+            id=self.id,
+            java_class=self.java_class,
+            upstream_event_id=self.upstream_event_id,
+            upstream_action_name=self.upstream_action_name,
+        )
+
+
+class InputEvent(Event):
+    """The event the runner sends for each input record."""
+
+    TYPE = "_input_event"
+    __slots__ = ()
+
+    def __init__(self, input: Any, *, id: uuid.UUID | None = None) -> None:
+        super().__init__(self.TYPE, {"input": input}, id=id)
+
+    @property
+    def input(self) -> Any:
+        return self.attributes.get("input")
+
+
+class OutputEvent(Event):
+    """An event whose ``output`` is collected as an agent output for the current key."""
+
+    TYPE = "_output_event"
+    __slots__ = ()
+
+    def __init__(self, output: Any, *, id: uuid.UUID | None = None) -> None:
+        super().__init__(self.TYPE, {"output": output}, id=id)
+
+    @property
+    def output(self) -> Any:
+        return self.attributes.get("output")
+
+
+class ToolRequestEvent(Event):
+    """A model asks for tool calls: each ``{"id", "function": {"name", "arguments"}}``."""
+
+    TYPE = "_tool_request_event"
+    __slots__ = ()
+
+    def __init__(self, model: str, tool_calls: list[dict[str, Any]], *, id: uuid.UUID | None = None) -> None:
+        super().__init__(self.TYPE, {"model": model, "tool_calls": tool_calls}, id=id)
+
+    @property
+    def model(self) -> str:
+        return str(self.attributes.get("model"))
+
+    @property
+    def tool_calls(self) -> list[dict[str, Any]]:
+        return list(self.attributes.get("tool_calls") or [])
+
+
+class ToolResponseEvent(Event):
+    """Answers a :class:`ToolRequestEvent`, keyed by tool-call id."""
+
+    TYPE = "_tool_response_event"
+    __slots__ = ()
+
+    def __init__(
+        self,
+        request_id: str,
+        responses: dict[str, Any],
+        external_ids: dict[str, Any] | None = None,
+        success: dict[str, bool] | None = None,
+        error: dict[str, str | None] | None = None,
+        *,
+        id: uuid.UUID | None = None,
+    ) -> None:
+        super().__init__(
+            self.TYPE,
+            {
+                "request_id": request_id,
+                "responses": responses,
+                "external_ids": external_ids or {},
+                "success": success or {},
+                "error": error or {},
+            },
+            id=id,
+        )
+
+    @property
+    def request_id(self) -> str:
+        return str(self.attributes.get("request_id"))
+
+    @property
+    def responses(self) -> dict[str, Any]:
+        return dict(self.attributes.get("responses") or {})
+
+
+class ChatRequestEvent(Event):
+    """Asks the chat model named ``model`` to answer ``messages``."""
+
+    TYPE = "_chat_request_event"
+    __slots__ = ()
+
+    def __init__(
+        self, model: str, messages: list[dict[str, Any]], *, id: uuid.UUID | None = None, **extra: Any
+    ) -> None:
+        super().__init__(self.TYPE, {"model": model, "messages": messages, **extra}, id=id)
+
+    @property
+    def model(self) -> str:
+        return str(self.attributes.get("model"))
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return list(self.attributes.get("messages") or [])
+
+
+class ChatResponseEvent(Event):
+    """The chat model's answer to a :class:`ChatRequestEvent`."""
+
+    TYPE = "_chat_response_event"
+    __slots__ = ()
+
+    def __init__(self, request_id: str, response: Any, *, id: uuid.UUID | None = None, **extra: Any) -> None:
+        super().__init__(self.TYPE, {"request_id": request_id, "response": response, **extra}, id=id)
+
+    @property
+    def request_id(self) -> str:
+        return str(self.attributes.get("request_id"))
+
+    @property
+    def response(self) -> Any:
+        return self.attributes.get("response")
+
+
+def event_type_of(spec: str | type[Event]) -> str:
+    """Normalise an ``@action`` trigger (a type string or an Event subclass) to its type string."""
+    if isinstance(spec, str):
+        if not spec:
+            raise ValueError("event type must be a non-empty string")
+        return spec
+    if isinstance(spec, type) and issubclass(spec, Event) and spec.TYPE:
+        return spec.TYPE
+    raise TypeError(f"@action expects event type strings or built-in Event classes, got {spec!r}")

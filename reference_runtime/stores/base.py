@@ -1,0 +1,46 @@
+"""The ``ActionStateStore`` protocol every store implements (spec STORE-*)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from ..records import ActionState, CallResult, StateRef
+
+#: A recovery marker is plain JSON data (a checkpoint stores it and hands it back to ``rebuild_state``).
+RecoveryMarker = Any
+
+
+@runtime_checkable
+class ActionStateStore(Protocol):
+    """Durable storage of action states, addressed by :class:`StateRef`.
+
+    Call records are written as deltas (``put_call_results`` / ``truncate_call_results``) so the cost of
+    a durable call does not grow with the number of calls already recorded.
+    """
+
+    def put(self, ref: StateRef, state: ActionState) -> None:
+        """Persist ``state`` whole, replacing what is filed under ``ref.state_key``."""
+
+    def get(self, ref: StateRef) -> ActionState | None:
+        """The state for ``ref``, or None. A miss hides every state of ``ref.key`` with a larger seq
+        (STORE-4): they belong to an execution that diverged from this one."""
+
+    def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
+        """Write ``results`` into slots ``index…`` of the existing state in one atomic persist; a slot
+        past the end appends. ``index`` must not exceed the current number of call results."""
+
+    def truncate_call_results(self, ref: StateRef, index: int) -> None:
+        """Drop call results at ``index`` and after, durably."""
+
+    def prune_state(self, key: str, seq: int) -> None:
+        """Drop every state of business key ``key`` with sequence number ``<= seq``."""
+
+    def get_recovery_marker(self) -> RecoveryMarker:
+        """A JSON-able position; ``rebuild_state`` from it restores every state put after it."""
+
+    def rebuild_state(self, markers: Sequence[RecoveryMarker]) -> None:
+        """Called once after a restart with the markers of the checkpoint being restored."""
+
+    def close(self) -> None:
+        """Release connections and files; the persisted data stays."""
