@@ -1,0 +1,78 @@
+"""``Agent`` and ``@action``: how a Flink-Agents-style agent is written (facts §1)."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
+
+from .events import Event, event_type_of
+from .records import ActionRef
+
+F = TypeVar("F")
+
+_ACTION_ATTR = "__durable_action_triggers__"
+
+
+def action(*event_types: str | type[Event]) -> Callable[[F], F]:
+    """Mark a static method of an :class:`Agent` as an action triggered by events of these types.
+
+    Works above or below ``@staticmethod``; the method takes ``(event, ctx)`` and may be ``async def``.
+    """
+    if not event_types:
+        raise TypeError("@action needs at least one event type")
+    triggers = tuple(event_type_of(t) for t in event_types)
+
+    def mark(fn: F) -> F:
+        target = fn.__func__ if isinstance(fn, staticmethod) else fn
+        if not callable(target):
+            raise TypeError(f"@action decorates functions, not {fn!r}")
+        setattr(target, _ACTION_ATTR, triggers)
+        return fn
+
+    return mark
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    """One action of an agent: its callable, its identity and whether it is a coroutine function."""
+
+    name: str
+    func: Callable[..., Any]
+    ref: ActionRef
+    is_async: bool
+
+    @property
+    def triggers(self) -> tuple[str, ...]:
+        return self.ref.triggers
+
+
+class Agent:
+    """Base class of agents. Subclasses declare actions with ``@action`` and may declare ``config``
+    (defaults for ``ctx.config``), ``tools`` (name → callable) and ``chat_models`` (name → model)."""
+
+    config: ClassVar[dict[str, Any]] = {}
+    tools: ClassVar[dict[str, Callable[..., Any]]] = {}
+    chat_models: ClassVar[dict[str, Any]] = {}
+
+    @classmethod
+    def actions(cls) -> list[ActionSpec]:
+        """Actions in definition order (base classes first), the order in which a run triggers them."""
+        found: dict[str, ActionSpec] = {}
+        for klass in reversed(cls.__mro__):
+            for name, raw in vars(klass).items():
+                fn = raw.__func__ if isinstance(raw, staticmethod | classmethod) else raw
+                triggers = getattr(fn, _ACTION_ATTR, None)
+                if triggers is None:
+                    continue
+                if not isinstance(raw, staticmethod):
+                    raise TypeError(f"action {cls.__name__}.{name} must be a @staticmethod taking (event, ctx)")
+                ref = ActionRef(name, fn.__module__, fn.__qualname__, triggers)
+                found[name] = ActionSpec(name, fn, ref, inspect.iscoroutinefunction(fn))
+        return list(found.values())
+
+    @classmethod
+    def builtin_actions(cls) -> list[ActionSpec]:
+        """Actions the framework adds (tool calls, chat); overridden where they are installed."""
+        return []

@@ -1,0 +1,307 @@
+"""The durable-call state machine of one action execution (facts §4; spec IDN-*, DE-*).
+
+An :class:`ActionExecution` owns the call records of one (key, seq, action, event). Each durable call
+takes the next call index; its record at that index is replayed when it matches, reconciled when it is
+PENDING and a reconciler is given, and otherwise the function runs and its outcome is persisted.
+The index advances only when the slot holds a terminal record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Generator
+from concurrent.futures import Executor
+from contextvars import ContextVar, copy_context
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .codecs import PayloadCodec
+from .errors import DurableError, Location, NondeterminismError, PayloadDecodeError
+from .faults import FaultInjector, FaultPoint, Phase
+from .identity import CallContext, CallId, args_digest, function_id
+from .memory import durable_call_scope
+from .records import ActionState, CallResult, StateRef
+from .stores.base import ActionStateStore
+
+log = logging.getLogger("reference_runtime.durable")
+
+MismatchMode = Literal["lenient", "strict"]
+Source = Literal["executed", "replayed", "reconciled"]
+
+_current_call: ContextVar[CallContext | None] = ContextVar("current_call", default=None)
+
+
+def current_call() -> CallContext:
+    """The identity of the durable call being executed: its idempotency call id (key, seq, action,
+    call index — the same on every recovery), function id, args digest and attempt number."""
+    ctx = _current_call.get()
+    if ctx is None:
+        raise RuntimeError("current_call() is only available inside a function run by durable_execute")
+    return ctx
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """One durable call as it happened in one execution attempt (the plugin's journal)."""
+
+    call_id: CallId
+    function_id: str
+    args_digest: str
+    outcome: Literal["ok", "error"]
+    source: Source
+
+
+class ResultEncodeError(DurableError):
+    """A durable call's result (or exception) cannot be turned into a payload."""
+
+
+def validate_reconciler(reconciler: Any) -> None:
+    """The reconciler checks of Flink Agents, with the same messages (facts §1)."""
+    if reconciler is None:
+        return
+    if not callable(reconciler):
+        raise TypeError("reconciler must be callable")
+    try:
+        sig = inspect.signature(reconciler)
+    except (TypeError, ValueError):
+        return
+    try:
+        sig.bind()
+    except TypeError:
+        raise TypeError("reconciler must be a callable that takes no arguments") from None
+
+
+@dataclass
+class Outcome:
+    """The result of one call in a batch: ``value`` on success, ``error`` on failure (PR #926)."""
+
+    value: Any = None
+    error: BaseException | None = None
+
+    @classmethod
+    def success(cls, value: Any) -> Outcome:
+        return cls(value, None)
+
+    @classmethod
+    def failure(cls, error: BaseException) -> Outcome:
+        return cls(None, error)
+
+    def is_success(self) -> bool:
+        return self.error is None
+
+    def is_failure(self) -> bool:
+        return self.error is not None
+
+    def unwrap(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+@dataclass
+class ActionExecution:
+    """Durable calls of one action execution: replay, reconcile, or run and record."""
+
+    ref: StateRef
+    store: ActionStateStore
+    codec: PayloadCodec
+    state: ActionState
+    mode: MismatchMode = "lenient"
+    injector: FaultInjector | None = None
+    pool: Executor | None = None
+    index: int = 0
+    journal: list[JournalEntry] = field(default_factory=list)
+    retry_sleep: Callable[[float], None] | None = None
+
+    # -- helpers ---------------------------------------------------------------------------------
+    @property
+    def records(self) -> list[CallResult]:
+        return self.state.call_results
+
+    def location(self, index: int | None = None) -> Location:
+        return Location(self.ref.key, self.ref.seq, self.ref.action.name, index)
+
+    def call_id(self, index: int) -> CallId:
+        return CallId(self.ref.key, self.ref.seq, self.ref.action.name, index)
+
+    def fault(self, phase: Phase, index: int, fid: str) -> None:
+        if self.injector is not None:
+            self.injector.reach(FaultPoint(phase, self.ref.key, self.ref.seq, self.ref.action.name, index, fid))
+
+    def write(self, index: int, results: list[CallResult]) -> None:
+        self.records[index : index + len(results)] = results
+        self.store.put_call_results(self.ref, index, results)
+
+    def truncate(self, index: int) -> None:
+        del self.records[index:]
+        self.store.truncate_call_results(self.ref, index)
+
+    def decode(self, record: CallResult, index: int) -> Outcome:
+        try:
+            if record.exception_payload is not None and record.effective_status.value == "FAILED":
+                return Outcome.failure(self.codec.decode_exception(record.exception_payload))
+            if record.result_payload is None:
+                return Outcome.success(None)
+            return Outcome.success(self.codec.decode_result(record.result_payload))
+        except PayloadDecodeError as exc:
+            # Fail fast and delete nothing: the record may be readable with another codec or key.
+            raise type(exc)(
+                f"cannot decode the recorded {'exception' if record.exception_payload else 'result'} of "
+                f"{record.function_id}: {exc.reason}",
+                self.location(index),
+            ) from exc
+
+    def encode(self, fid: str, digest: str, outcome: Outcome, index: int) -> CallResult:
+        try:
+            if outcome.error is not None:
+                return CallResult.failed(fid, digest, self.codec.encode_exception(outcome.error))
+            return CallResult.succeeded(fid, digest, self.codec.encode_result(outcome.value))
+        except Exception as exc:
+            raise ResultEncodeError(
+                f"the result of durable call {fid} at {self.location(index)} cannot be recorded "
+                f"with the {self.codec.name} codec: {exc}"
+            ) from exc
+
+    def context_for(self, index: int, fid: str, digest: str, attempt: int = 1) -> CallContext:
+        return CallContext(self.call_id(index), fid, digest, attempt)
+
+    def run_sync(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                 call: CallContext) -> Outcome:
+        token = _current_call.set(call)
+        try:
+            with durable_call_scope(call.function_id):
+                return Outcome.success(func(*args, **kwargs))
+        except Exception as exc:
+            return Outcome.failure(exc)
+        finally:
+            _current_call.reset(token)
+
+    def reconcile(self, reconciler: Callable[[], Any], call: CallContext) -> Outcome:
+        return self.run_sync(reconciler, (), {}, call)
+
+    # -- planning --------------------------------------------------------------------------------
+    def plan(self, fid: str, digest: str, has_reconciler: bool) -> tuple[str, Outcome | None]:
+        """Decide what slot ``self.index`` means for this call: ``replay`` (with the outcome),
+        ``reconcile``, or ``execute`` (after any mismatch truncation and PENDING reservation)."""
+        i = self.index
+        if i < len(self.records):
+            record = self.records[i]
+            if record.matches(fid, digest):
+                if record.is_terminal:
+                    return "replay", self.decode(record, i)
+                return ("reconcile" if has_reconciler else "execute"), None
+            self.mismatch(i, record, fid, digest)
+        return "execute", None
+
+    def mismatch(self, i: int, record: CallResult, fid: str, digest: str) -> None:
+        if self.mode == "strict":
+            raise NondeterminismError(self.location(i), record.function_id, record.args_digest, fid, digest)
+        log.warning(
+            "Non-deterministic call detected at index %d (%s): recorded %s/%s, now %s/%s; "
+            "discarding records from index %d and re-executing",
+            i, self.location(i), record.function_id, record.args_digest, fid, digest, i,
+        )
+        self.truncate(i)
+
+    # -- the synchronous path ------------------------------------------------------------------------
+    def execute(
+        self,
+        func: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        reconciler: Callable[[], Any] | None = None,
+        durable_id: str | None = None,
+        runner: Callable[[Callable[..., Any], tuple[Any, ...], dict[str, Any], CallContext], Outcome]
+        | None = None,
+    ) -> Any:
+        validate_reconciler(reconciler)
+        fid = durable_id if durable_id is not None else function_id(func)
+        digest = args_digest(args, kwargs)
+        i = self.index
+        self.fault(Phase.BEFORE_CALL, i, fid)
+        what, outcome = self.plan(fid, digest, reconciler is not None)
+        call = self.context_for(i, fid, digest)
+        if what == "replay":
+            assert outcome is not None
+            return self.finish(i, fid, digest, outcome, "replayed", persist=False)
+        if what == "reconcile":
+            assert reconciler is not None
+            return self.finish(i, fid, digest, self.reconcile(reconciler, call), "reconciled")
+        if reconciler is not None and i >= len(self.records):
+            self.write(i, [CallResult.pending(fid, digest)])
+            self.fault(Phase.AFTER_PENDING, i, fid)
+        outcome = (runner or self.run_sync)(func, args, kwargs, call)
+        return self.finish(i, fid, digest, outcome, "executed")
+
+    def finish(self, i: int, fid: str, digest: str, outcome: Outcome, source: Source,
+               *, persist: bool = True) -> Any:
+        if persist:
+            self.fault(Phase.AFTER_EFFECT, i, fid)
+            self.write(i, [self.encode(fid, digest, outcome, i)])
+            self.fault(Phase.AFTER_RECORD, i, fid)
+        self.index = i + 1
+        self.journal.append(
+            JournalEntry(self.call_id(i), fid, digest, "error" if outcome.error else "ok", source)
+        )
+        return outcome.unwrap()
+
+    # -- the asynchronous path ---------------------------------------------------------------------
+    async def execute_async(
+        self,
+        func: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        reconciler: Callable[[], Any] | None = None,
+        durable_id: str | None = None,
+    ) -> Any:
+        validate_reconciler(reconciler)
+        fid = durable_id if durable_id is not None else function_id(func)
+        digest = args_digest(args, kwargs)
+        i = self.index
+        self.fault(Phase.BEFORE_CALL, i, fid)
+        what, outcome = self.plan(fid, digest, reconciler is not None)
+        call = self.context_for(i, fid, digest)
+        if what == "replay":
+            assert outcome is not None
+            return self.finish(i, fid, digest, outcome, "replayed", persist=False)
+        if what == "reconcile":
+            assert reconciler is not None
+            outcome = await self.offload(reconciler, (), {}, call)
+            return self.finish(i, fid, digest, outcome, "reconciled")
+        if reconciler is not None and i >= len(self.records):
+            # PENDING is durable before the work can start, so a crash mid-call is seen as in flight.
+            self.write(i, [CallResult.pending(fid, digest)])
+            self.fault(Phase.AFTER_PENDING, i, fid)
+        outcome = await self.offload(func, args, kwargs, call)
+        return self.finish(i, fid, digest, outcome, "executed")
+
+    async def offload(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                      call: CallContext) -> Outcome:
+        """Run ``func`` off the runner's thread (coroutine functions run as their own task)."""
+        if inspect.iscoroutinefunction(func):
+            token = _current_call.set(call)
+            try:
+                with durable_call_scope(call.function_id):
+                    return Outcome.success(await func(*args, **kwargs))
+            except Exception as exc:
+                return Outcome.failure(exc)
+            finally:
+                _current_call.reset(token)
+        loop = asyncio.get_running_loop()
+        ctx = copy_context()
+        return await loop.run_in_executor(self.pool, ctx.run, self.run_sync, func, args, kwargs, call)
+
+
+class DurableAwaitable(Awaitable[Any]):
+    """What ``durable_execute_async`` returns: nothing happens, not even the record lookup, until it is
+    awaited (facts §1), so call indexes follow await order."""
+
+    def __init__(self, start: Callable[[], Awaitable[Any]]) -> None:
+        self._start = start
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self._start().__await__()

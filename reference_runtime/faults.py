@@ -1,0 +1,164 @@
+"""Fault points: named places where the runtime can be made to crash (spec FLT-*).
+
+The runtime calls :meth:`FaultInjector.reach` at every fault point. An injector records the trace of
+points reached and raises :class:`SimulatedCrash` at the ones its plan selects. The pytest plugin drives
+all crash injection through this module.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+
+class Phase(enum.StrEnum):
+    """Where, relative to a durable call or an action, a fault point sits."""
+
+    BEFORE_CALL = "before-call"  # the call is about to be looked up / started; nothing persisted for it
+    AFTER_PENDING = "after-pending"  # PENDING persisted (reconciler / batch path), work not started
+    AFTER_EFFECT = "after-effect"  # the function returned or raised; its record is not yet persisted
+    AFTER_RECORD = "after-record"  # the terminal record is persisted
+    BEFORE_COMPLETE = "before-complete"  # the action finished; its completion is not yet persisted
+    AFTER_COMPLETE = "after-complete"  # the completed action state is persisted
+    BETWEEN_ACTIONS = "between-actions"  # after one action of a run, before the next starts
+    CHECKPOINT = "checkpoint"  # the checkpoint snapshot is taken but not yet committed
+
+    def __str__(self) -> str:
+        return self.value
+
+
+CALL_PHASES = (Phase.BEFORE_CALL, Phase.AFTER_PENDING, Phase.AFTER_EFFECT, Phase.AFTER_RECORD)
+
+
+@dataclass(frozen=True)
+class FaultPoint:
+    """One reached fault point. ``call_index`` is set for call phases, ``action`` for action phases."""
+
+    phase: Phase
+    key: str | None = None
+    seq: int | None = None
+    action: str | None = None
+    call_index: int | None = None
+    function_id: str | None = None
+
+    def label(self) -> str:
+        """A short stable label, e.g. ``call3:after-effect`` or ``greet:before-complete``."""
+        if self.call_index is not None:
+            return f"call{self.call_index}:{self.phase.value}"
+        if self.action is not None:
+            return f"{self.action}:{self.phase.value}"
+        return self.phase.value
+
+    def describe(self) -> str:
+        parts = [self.phase.value]
+        if self.key is not None:
+            parts.append(f"key={self.key!r}")
+        if self.seq is not None:
+            parts.append(f"seq={self.seq}")
+        if self.action is not None:
+            parts.append(f"action={self.action!r}")
+        if self.call_index is not None:
+            parts.append(f"call_index={self.call_index}")
+        if self.function_id is not None:
+            parts.append(f"function={self.function_id}")
+        return " ".join(parts)
+
+
+class SimulatedCrash(BaseException):
+    """Raised at a selected fault point. A ``BaseException`` so ``except Exception`` in user code cannot
+    swallow it, as nothing can swallow a real process kill."""
+
+    def __init__(self, point: FaultPoint) -> None:
+        self.point = point
+        super().__init__(f"simulated crash at {point.describe()}")
+
+
+@dataclass(frozen=True)
+class CrashAt:
+    """Selects fault points; ``None`` fields match anything. ``nth`` picks the n-th match (1-based) among
+    the points reached while this selector is armed, so a point reached again during recovery is counted
+    afresh only if the selector is re-armed."""
+
+    phase: Phase | None = None
+    key: str | None = None
+    seq: int | None = None
+    action: str | None = None
+    call_index: int | None = None
+    nth: int = 1
+
+    def matches(self, point: FaultPoint) -> bool:
+        return (
+            (self.phase is None or self.phase == point.phase)
+            and (self.key is None or self.key == point.key)
+            and (self.seq is None or self.seq == point.seq)
+            and (self.action is None or self.action == point.action)
+            and (self.call_index is None or self.call_index == point.call_index)
+        )
+
+    @classmethod
+    def point(cls, point: FaultPoint) -> CrashAt:
+        """A selector for exactly this point (its first occurrence)."""
+        return cls(point.phase, point.key, point.seq, point.action, point.call_index)
+
+    @classmethod
+    def parse(cls, label: str) -> CrashAt:
+        """Parse ``callN:phase``, ``action:phase`` or ``phase`` (the form of :meth:`FaultPoint.label`)."""
+        head, sep, tail = label.rpartition(":")
+        phase = Phase(tail if sep else label)
+        if not sep:
+            return cls(phase)
+        if head.startswith("call") and head[4:].isdigit():
+            return cls(phase, call_index=int(head[4:]))
+        return cls(phase, action=head)
+
+
+@dataclass
+class FaultInjector:
+    """Records every fault point reached and crashes at the first armed selector that matches.
+
+    ``plan`` is consumed in order: the first selector is armed; when it fires, the next one is armed
+    (it may fire during the recovery that follows). Thread-safe, since durable work runs on a pool.
+    """
+
+    plan: list[CrashAt] = field(default_factory=list)
+    trace: list[FaultPoint] = field(default_factory=list)
+    fired: list[FaultPoint] = field(default_factory=list)
+    record_trace: bool = True
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self._matches = 0
+
+    def arm(self, selectors: Iterable[CrashAt]) -> None:
+        with self._lock:
+            self.plan.extend(selectors)
+
+    @property
+    def pending(self) -> int:
+        return len(self.plan)
+
+    def reach(self, point: FaultPoint) -> None:
+        with self._lock:
+            if self.record_trace:
+                self.trace.append(point)
+            if not self.plan or not self.plan[0].matches(point):
+                return
+            self._matches += 1
+            if self._matches < self.plan[0].nth:
+                return
+            self.plan.pop(0)
+            self._matches = 0
+            self.fired.append(point)
+        raise SimulatedCrash(point)
+
+
+class NoFaults:
+    """The injector used when nothing is injected: it costs one method call per point."""
+
+    trace: list[FaultPoint] = []
+    fired: list[FaultPoint] = []
+
+    def reach(self, point: FaultPoint) -> None:
+        return None

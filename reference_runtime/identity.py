@@ -1,0 +1,62 @@
+"""Call identity: function id, args digest and the idempotency call id (spec IDN-*)."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import cloudpickle
+
+
+def function_id(func: Callable[..., Any]) -> str:
+    """``module.qualname`` exactly as Flink Agents computes it (facts §2), quirks included:
+    every ``functools.partial`` becomes ``functools.<unknown>``."""
+    module = inspect.getmodule(func)
+    module_name = module.__name__ if module is not None else getattr(func, "__module__", None)
+    if not module_name:
+        module_name = "<unknown>"
+    qualname = getattr(func, "__qualname__", None) or "<unknown>"
+    return f"{module_name}.{qualname}"
+
+
+def args_digest(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    """First 16 hex chars of sha256 over ``cloudpickle.dumps((args, kwargs))``; falls back to ``str`` of
+    the pair when the arguments cannot be pickled, as Flink Agents does."""
+    try:
+        data = cloudpickle.dumps((args, kwargs))
+    except Exception:
+        data = str((args, kwargs)).encode()
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class CallId:
+    """The idempotency identity of one durable call (seed 000): the same on every recovery, because
+    key, sequence number, action and call index are all replayed deterministically."""
+
+    key: str
+    seq: int
+    action: str
+    call_index: int
+
+    def __str__(self) -> str:
+        # Quoting keeps the four parts separable whatever characters a business key contains.
+        return f"{quote(self.key, safe='')}/{self.seq}/{quote(self.action, safe='')}/{self.call_index}"
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """What a running durable function may learn about itself (see :func:`current_call`)."""
+
+    call_id: CallId
+    function_id: str
+    args_digest: str
+    attempt: int = 1
+
+    @property
+    def idempotency_key(self) -> str:
+        return str(self.call_id)

@@ -1,0 +1,279 @@
+"""Short-term and sensory memory (seed 003, facts §7; spec MEM-*).
+
+Memory is a flat map from absolute dotted path to item; the root is ``""``. An object item lists its
+children; a value item holds a validated, deep-copied value. An action sees its own writes at once, but
+they are buffered in an overlay and an update log until the action completes; the log records object
+creation explicitly, so replaying it rebuilds exactly the same map (Flink Agents #1029 cannot happen).
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .errors import MemoryAccessError
+from .records import MemoryUpdate
+
+MemoryType = Literal["short_term", "sensory"]
+NESTED_OBJECT = "NestedObject"
+
+_in_durable_call: ContextVar[str | None] = ContextVar("durable_call", default=None)
+
+
+@contextmanager
+def durable_call_scope(function_id: str) -> Iterator[None]:
+    """Marks code running as a durable function, where memory and ``send_event`` are off limits."""
+    token = _in_durable_call.set(function_id)
+    try:
+        yield
+    finally:
+        _in_durable_call.reset(token)
+
+
+def check_action_access(owner: int | None, what: str) -> None:
+    """Raise :class:`MemoryAccessError` unless called from the action's own code on the runner thread."""
+    fn = _in_durable_call.get()
+    if fn is not None:
+        raise MemoryAccessError(
+            f"{what} is not allowed inside a durable function ({fn}): a durable call's only effect on the "
+            "agent must be its recorded result; return the value and use it from the action"
+        )
+    if owner is not None and threading.get_ident() != owner:
+        raise MemoryAccessError(
+            f"{what} was used off the runner's thread; memory and events belong to the action's own code"
+        )
+
+
+@dataclass
+class Item:
+    """An object (``children`` in insertion order) or a value."""
+
+    is_object: bool
+    value: Any = None
+    children: list[str] = field(default_factory=list)
+
+    def clone(self) -> Item:
+        return Item(self.is_object, self.value, list(self.children))
+
+
+def validate_value(value: Any, breadcrumb: str) -> Any:
+    """A deep copy of ``value`` if memory may hold it, else ``TypeError`` naming the offending path."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, bytes):
+        return bytes(value)
+    if isinstance(value, list):
+        return [validate_value(v, f"{breadcrumb}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise TypeError(f"value at memory path {breadcrumb} has a non-string key {k!r}")
+            out[k] = validate_value(v, f"{breadcrumb}[{k!r}]")
+        return out
+    raise TypeError(
+        f"value at memory path {breadcrumb} is a {type(value).__name__}; memory holds None, bool, int, "
+        "float, str, bytes, list and dict with str keys"
+    )
+
+
+def _split(path: str) -> list[str]:
+    if not isinstance(path, str) or not path:
+        raise ValueError(f"memory path must be a non-empty dotted string, got {path!r}")
+    parts = path.split(".")
+    if any(not p for p in parts):
+        raise ValueError(f"memory path {path!r} has an empty segment")
+    return parts
+
+
+def _join(prefix: str, path: str) -> str:
+    return f"{prefix}.{path}" if prefix else path
+
+
+def _parent(path: str) -> tuple[str, str]:
+    head, _, tail = path.rpartition(".")
+    return head, tail
+
+
+class FlatMemory:
+    """One key's memory of one type: the committed flat path map."""
+
+    def __init__(self, items: dict[str, Item] | None = None) -> None:
+        self.items: dict[str, Item] = items if items is not None else {"": Item(True)}
+
+    def snapshot(self) -> dict[str, Item]:
+        return {p: i.clone() for p, i in self.items.items()} if len(self.items) > 1 else {"": Item(True)}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The nested plain-data view of the whole map (objects become dicts)."""
+
+        def build(path: str) -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            for child in self.items[path].children:
+                cp = _join(path, child)
+                item = self.items[cp]
+                out[child] = build(cp) if item.is_object else copy.deepcopy(item.value)
+            return out
+
+        return build("")
+
+    def apply(self, updates: list[MemoryUpdate]) -> None:
+        """Replay an update log (of a completed action) onto the committed map."""
+        view = MemoryView(self)
+        for u in updates:
+            if u.object_creation:
+                view.new_object(u.path, overwrite=True)
+            else:
+                view.set(u.path, u.value)
+        view.commit()
+
+
+class MemoryView:
+    """An action's window onto a :class:`FlatMemory`: reads fall through, writes go to an overlay."""
+
+    def __init__(self, base: FlatMemory) -> None:
+        self.base = base
+        self.overlay: dict[str, Item] = {}
+        self.log: list[MemoryUpdate] = []
+
+    def item(self, path: str) -> Item | None:
+        found = self.overlay.get(path)
+        return found if found is not None else self.base.items.get(path)
+
+    def _writable(self, path: str) -> Item:
+        found = self.overlay.get(path)
+        if found is None:
+            base = self.base.items[path]
+            found = self.overlay[path] = base.clone()
+        return found
+
+    def _ensure_object(self, path: str) -> None:
+        """Create ``path`` and its ancestors as objects; refuse to turn a value into an object."""
+        existing = self.item(path)
+        if existing is not None:
+            if not existing.is_object:
+                raise ValueError(f"memory path {path!r} holds a value, not an object")
+            return
+        parent, name = _parent(path)
+        self._ensure_object(parent)
+        self._writable(parent).children.append(name)
+        self.overlay[path] = Item(True)
+
+    def set(self, path: str, value: Any) -> None:
+        _split(path)
+        clean = validate_value(value, repr(path))
+        existing = self.item(path)
+        if existing is not None and existing.is_object:
+            raise ValueError(f"cannot overwrite the object at memory path {path!r} with a value")
+        parent, name = _parent(path)
+        self._ensure_object(parent)
+        if existing is None:
+            self._writable(parent).children.append(name)
+            self.overlay[path] = Item(False, clean)
+        else:
+            self._writable(path).value = clean
+        self.log.append(MemoryUpdate(path, copy.deepcopy(clean), False))
+
+    def new_object(self, path: str, *, overwrite: bool = False) -> None:
+        _split(path)
+        existing = self.item(path)
+        if existing is not None and existing.is_object:
+            self.log.append(MemoryUpdate(path, None, True))
+            return
+        if existing is not None and not overwrite:
+            raise ValueError(f"memory path {path!r} holds a value; pass overwrite=True to replace it")
+        parent, name = _parent(path)
+        self._ensure_object(parent)
+        if existing is None:
+            self._writable(parent).children.append(name)
+        self.overlay[path] = Item(True)
+        self.log.append(MemoryUpdate(path, None, True))
+
+    def commit(self) -> None:
+        self.base.items.update(self.overlay)
+        self.overlay = {}
+
+
+@dataclass(frozen=True)
+class MemoryRef:
+    """A reference to a memory value that can travel in events (``memory_type`` + absolute path)."""
+
+    memory_type: MemoryType
+    path: str
+
+    @classmethod
+    def create(cls, memory_type: MemoryType, path: str) -> MemoryRef:
+        _split(path)
+        return cls(memory_type, path)
+
+    def resolve(self, ctx: Any) -> Any:
+        memory = ctx.short_term_memory if self.memory_type == "short_term" else ctx.sensory_memory
+        return memory.get(self)
+
+
+class MemoryObject:
+    """The user-facing memory API (flink_agents ``MemoryObject``), rooted at ``prefix``."""
+
+    def __init__(self, view: MemoryView, memory_type: MemoryType, prefix: str = "", owner: int | None = None):
+        self._view = view
+        self._type = memory_type
+        self._prefix = prefix
+        self._owner = owner
+
+    def _abs(self, path: str) -> str:
+        check_action_access(self._owner, "memory access")
+        _split(path)
+        return _join(self._prefix, path)
+
+    def get(self, path_or_ref: str | MemoryRef) -> Any:
+        """The value at the path, a nested :class:`MemoryObject` for an object, or None if absent."""
+        if isinstance(path_or_ref, MemoryRef):
+            check_action_access(self._owner, "memory access")
+            absolute = path_or_ref.path
+        else:
+            absolute = self._abs(path_or_ref)
+        item = self._view.item(absolute)
+        if item is None:
+            return None
+        if item.is_object:
+            return MemoryObject(self._view, self._type, absolute, self._owner)
+        return copy.deepcopy(item.value)
+
+    def set(self, path: str, value: Any) -> MemoryRef:
+        absolute = self._abs(path)
+        self._view.set(absolute, value)
+        return MemoryRef(self._type, absolute)
+
+    def new_object(self, path: str, *, overwrite: bool = False) -> MemoryObject:
+        absolute = self._abs(path)
+        self._view.new_object(absolute, overwrite=overwrite)
+        return MemoryObject(self._view, self._type, absolute, self._owner)
+
+    def is_exist(self, path: str) -> bool:
+        return self._view.item(self._abs(path)) is not None
+
+    def get_field_names(self) -> list[str]:
+        check_action_access(self._owner, "memory access")
+        item = self._view.item(self._prefix)
+        return list(item.children) if item is not None else []
+
+    def get_fields(self) -> dict[str, Any]:
+        check_action_access(self._owner, "memory access")
+        out: dict[str, Any] = {}
+        for name in self.get_field_names():
+            child = self._view.item(_join(self._prefix, name))
+            if child is not None:
+                out[name] = NESTED_OBJECT if child.is_object else copy.deepcopy(child.value)
+        return out
+
+    @property
+    def path(self) -> str:
+        return self._prefix
+
+    def __repr__(self) -> str:
+        return f"MemoryObject({self._type}, path={self._prefix!r})"

@@ -1,0 +1,325 @@
+"""The keyed in-process runner: runs, checkpoints and failover (spec RUN-*, REC-*).
+
+One asyncio loop on one thread drives everything that touches memory, events and the store (mailbox
+semantics). Runs of one key are serialized; async actions yield while their durable work runs on a
+thread pool, so other keys progress. Checkpoints are aligned: taken when every input before the
+checkpoint offset has been fully processed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from .agent import ActionSpec, Agent
+from .codecs import PayloadCodec, default_codec
+from .context import RunnerContext
+from .durable import ActionExecution, JournalEntry, MismatchMode
+from .errors import ActionFailedError, DurableError, Location
+from .events import Event, InputEvent, OutputEvent
+from .faults import FaultInjector, FaultPoint, Phase, SimulatedCrash
+from .memory import FlatMemory, Item, MemoryObject, MemoryView
+from .records import ActionRef, ActionState, StateRef
+from .key_schemes import KeyScheme, get_key_scheme
+from .stores.base import ActionStateStore, RecoveryMarker
+
+_INPUT_NAMESPACE = uuid.UUID("6f6b1d1e-3a43-4c59-9a4f-64757261626c")
+
+
+@dataclass(frozen=True)
+class EmittedOutput:
+    """An output event collected for a key, with the input (seq) and action that emitted it."""
+
+    key: str
+    seq: int
+    action: str
+    event: Event
+
+    @property
+    def output(self) -> Any:
+        return self.event.attributes.get("output")
+
+
+@dataclass
+class Checkpoint:
+    """A consistent snapshot: every input before ``offset`` is fully processed."""
+
+    offset: int
+    next_seq: dict[str, int]
+    short_term: dict[str, dict[str, Item]]
+    outputs: list[EmittedOutput]
+    markers: list[RecoveryMarker]
+
+
+@dataclass
+class _KeyState:
+    next_seq: int = 0
+    short_term: FlatMemory = field(default_factory=FlatMemory)
+
+
+@dataclass
+class RunResult:
+    """What a finished run produced, the durable-call journal of every attempt and the crash trace."""
+
+    outputs: dict[str, list[Any]]
+    emitted: list[EmittedOutput]
+    memory: dict[str, dict[str, Any]]
+    journal: list[JournalEntry]
+    failovers: int
+    crashes: list[FaultPoint]
+
+
+class Runner:
+    """Runs an :class:`Agent` over keyed inputs against an :class:`ActionStateStore`.
+
+    ``checkpoint_every`` takes an aligned checkpoint after every N inputs (None: only at the end).
+    ``reopen_store`` simulates a process restart on failover: the old store is closed and a new one
+    opened on the same data.
+    """
+
+    def __init__(
+        self,
+        agent: type[Agent],
+        store: ActionStateStore | None = None,
+        *,
+        codec: PayloadCodec | None = None,
+        mismatch: MismatchMode = "lenient",
+        config: Mapping[str, Any] | None = None,
+        injector: FaultInjector | None = None,
+        key_scheme: str | KeyScheme = "java",
+        checkpoint_every: int | None = None,
+        reopen_store: Callable[[], ActionStateStore] | None = None,
+        async_threads: int | None = None,
+    ) -> None:
+        if store is None:
+            from .stores.memory import InMemoryStore
+
+            store = InMemoryStore()
+        self.agent = agent
+        self.store = store
+        self.codec = codec or default_codec()
+        self.mismatch: MismatchMode = mismatch
+        self.config: dict[str, Any] = {**agent.config, **(config or {})}
+        self.injector = injector
+        self.key_scheme = get_key_scheme(key_scheme) if isinstance(key_scheme, str) else key_scheme
+        if checkpoint_every is not None and checkpoint_every < 1:
+            raise ValueError("checkpoint_every must be a positive number of inputs")
+        self.checkpoint_every = checkpoint_every
+        self.reopen_store = reopen_store
+        self.async_threads = async_threads or int(self.config.get("num-async-threads", os.cpu_count() or 2))
+        self.actions: list[ActionSpec] = agent.actions() + agent.builtin_actions()
+        self._by_type: dict[str, list[ActionSpec]] = {}
+        for spec in self.actions:
+            for t in spec.triggers:
+                self._by_type.setdefault(t, []).append(spec)
+        self.inputs: list[tuple[str, Any]] = []
+        self.journal: list[JournalEntry] = []
+        self.failovers = 0
+        self.crashes: list[FaultPoint] = []
+        self.checkpoints: list[Checkpoint] = []
+        self._reset_to(None)
+
+    # -- state ---------------------------------------------------------------------------------------
+    def _reset_to(self, cp: Checkpoint | None) -> None:
+        self._keys: dict[str, _KeyState] = {}
+        self._emitted: list[EmittedOutput] = []
+        self._offset = 0
+        if cp is None:
+            return
+        self._offset = cp.offset
+        for k, seq in cp.next_seq.items():
+            self._keys[k] = _KeyState(seq, FlatMemory({p: i.clone() for p, i in cp.short_term[k].items()}))
+        self._emitted = list(cp.outputs)
+
+    def _key(self, key: str) -> _KeyState:
+        ks = self._keys.get(key)
+        if ks is None:
+            ks = self._keys[key] = _KeyState()
+        return ks
+
+    def _reach(self, phase: Phase, key: str | None = None, seq: int | None = None,
+               action: str | None = None) -> None:
+        if self.injector is not None:
+            self.injector.reach(FaultPoint(phase, key, seq, action))
+
+    # -- public API ------------------------------------------------------------------------------------
+    def run(self, inputs: Iterable[tuple[str, Any]] = (), *, max_failovers: int = 100) -> RunResult:
+        """Process ``inputs`` (appended to the input log) to the end, failing over after every crash."""
+        self.inputs.extend((str(k), v) for k, v in inputs)
+        while True:
+            try:
+                self.process()
+                return self.result()
+            except SimulatedCrash as crash:
+                self.crashes.append(crash.point)
+                if self.failovers >= max_failovers:
+                    raise DurableError(f"gave up after {max_failovers} failovers") from crash
+                self.fail_over()
+
+    def process(self) -> None:
+        """Process the input log from the current offset; a crash propagates as :class:`SimulatedCrash`."""
+        pool = ThreadPoolExecutor(self.async_threads, thread_name_prefix="durable-async")
+        try:
+            asyncio.run(self._process(pool))
+        finally:
+            # A crash must not leave pool work running into the recovery that follows.
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def fail_over(self) -> None:
+        """Throw away all in-memory state, restore the last checkpoint and rebuild the store from its
+        recovery markers; the inputs after the checkpoint are processed again by :meth:`process`."""
+        self.failovers += 1
+        cp = self.checkpoints[-1] if self.checkpoints else None
+        if self.reopen_store is not None:
+            self.store.close()
+            self.store = self.reopen_store()
+        self._reset_to(cp)
+        self.store.rebuild_state(cp.markers if cp is not None else [])
+
+    def result(self) -> RunResult:
+        outputs: dict[str, list[Any]] = {}
+        for e in self._emitted:
+            outputs.setdefault(e.key, []).append(e.output)
+        return RunResult(
+            outputs=outputs,
+            emitted=list(self._emitted),
+            memory={k: ks.short_term.to_dict() for k, ks in self._keys.items()},
+            journal=list(self.journal),
+            failovers=self.failovers,
+            crashes=list(self.crashes),
+        )
+
+    # -- processing ------------------------------------------------------------------------------------
+    async def _process(self, pool: ThreadPoolExecutor) -> None:
+        self._owner = threading.get_ident()
+        while self._offset < len(self.inputs):
+            end = len(self.inputs)
+            if self.checkpoint_every is not None:
+                end = min(end, self._offset + self.checkpoint_every)
+            await self._segment(self.inputs[self._offset : end], pool)
+            self._offset = end
+            if self.checkpoint_every is not None or end == len(self.inputs):
+                self._checkpoint()
+
+    async def _segment(self, batch: Sequence[tuple[str, Any]], pool: ThreadPoolExecutor) -> None:
+        by_key: dict[str, list[Any]] = {}
+        for key, value in batch:
+            by_key.setdefault(key, []).append(value)
+        tasks = [asyncio.create_task(self._run_key(k, vs, pool)) for k, vs in by_key.items()]
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            for t in done:
+                if t.exception() is not None:
+                    raise t.exception()  # type: ignore[misc]
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _run_key(self, key: str, values: list[Any], pool: ThreadPoolExecutor) -> None:
+        ks = self._key(key)
+        for value in values:
+            seq = ks.next_seq
+            await self._run_one(key, seq, value, ks, pool)
+            ks.next_seq = seq + 1
+
+    async def _run_one(self, key: str, seq: int, value: Any, ks: _KeyState, pool: ThreadPoolExecutor) -> None:
+        sensory = FlatMemory()
+        first = InputEvent(value, id=uuid.uuid5(_INPUT_NAMESPACE, f"{key}\x00{seq}"))
+        queue: list[tuple[Event, str | None]] = [(first, None)]
+        seen: dict[tuple[str, str], int] = {}
+        emitted: list[EmittedOutput] = []
+        previous: str | None = None
+        while queue:
+            event, source = queue.pop(0)
+            if event.type == OutputEvent.TYPE and source is not None:
+                emitted.append(EmittedOutput(key, seq, source, event))
+            for spec in self._by_type.get(event.type, []):
+                if previous is not None:
+                    self._reach(Phase.BETWEEN_ACTIONS, key, seq, previous)
+                base_key = self.key_scheme.state_key(key, seq, spec.ref, event, 0)
+                occurrence = seen.get((spec.name, base_key), 0)
+                seen[(spec.name, base_key)] = occurrence + 1
+                state_key = (
+                    self.key_scheme.state_key(key, seq, spec.ref, event, occurrence) if occurrence else base_key
+                )
+                ref = StateRef(key, seq, spec.ref, event, state_key, occurrence)
+                sent = await self._run_action(spec, ref, ks.short_term, sensory, pool)
+                queue.extend((e, spec.name) for e in sent)
+                previous = spec.name
+        # Outputs leave the key only when its run is over, as one unit.
+        self._emitted.extend(emitted)
+
+    async def _run_action(self, spec: ActionSpec, ref: StateRef, short_term: FlatMemory, sensory: FlatMemory,
+                          pool: ThreadPoolExecutor) -> list[Event]:
+        state = self.store.get(ref)
+        if state is not None and state.completed:
+            short_term.apply(state.short_term_memory_updates)
+            sensory.apply(state.sensory_memory_updates)
+            return list(state.output_events)
+        if state is None:
+            state = ActionState(task_event=ref.event)
+            self.store.put(ref, state)
+        execution = ActionExecution(ref, self.store, self.codec, state, self.mismatch, self.injector, pool)
+        stm_view, sens_view = MemoryView(short_term), MemoryView(sensory)
+        ctx = RunnerContext(
+            execution,
+            MemoryObject(stm_view, "short_term", owner=self._owner),
+            MemoryObject(sens_view, "sensory", owner=self._owner),
+            self.config,
+            self.config.get(f"action.{spec.name}", {}),
+            self._owner,
+        )
+        try:
+            out = spec.func(ref.event, ctx)
+            if inspect.isawaitable(out):
+                await out
+        except (DurableError, SimulatedCrash):
+            raise
+        except Exception as exc:
+            raise ActionFailedError(
+                f"action raised {type(exc).__name__}: {exc}", Location(ref.key, ref.seq, spec.name)
+            ) from exc
+        finally:
+            self.journal.extend(execution.journal)
+        self._reach(Phase.BEFORE_COMPLETE, ref.key, ref.seq, spec.name)
+        state.short_term_memory_updates = stm_view.log
+        state.sensory_memory_updates = sens_view.log
+        state.output_events = list(ctx.sent)
+        state.mark_completed()
+        self.store.put(ref, state)
+        self._reach(Phase.AFTER_COMPLETE, ref.key, ref.seq, spec.name)
+        stm_view.commit()
+        sens_view.commit()
+        return list(ctx.sent)
+
+    def _checkpoint(self) -> None:
+        cp = Checkpoint(
+            offset=self._offset,
+            next_seq={k: ks.next_seq for k, ks in self._keys.items()},
+            short_term={k: ks.short_term.snapshot() for k, ks in self._keys.items()},
+            outputs=list(self._emitted),
+            markers=[self.store.get_recovery_marker()],
+        )
+        self._reach(Phase.CHECKPOINT)
+        self.checkpoints.append(cp)
+        # Checkpoint complete: states of finished inputs are no longer needed for recovery.
+        for k, seq in cp.next_seq.items():
+            if seq > 0:
+                self.store.prune_state(k, seq - 1)
+
+
+def run_agent(agent: type[Agent], inputs: Iterable[tuple[str, Any]], **options: Any) -> RunResult:
+    """Convenience: a fresh :class:`Runner` over ``inputs``; ``options`` go to the constructor."""
+    return Runner(agent, **options).run(inputs)
+
+
+__all__ = ["Checkpoint", "EmittedOutput", "RunResult", "Runner", "run_agent"]
+_ = ActionRef  # re-exported type in signatures of subclasses

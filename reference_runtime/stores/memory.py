@@ -1,0 +1,98 @@
+"""In-memory store: the fastest store, for tests. It outlives a simulated crash of the runner (the
+store object is kept), but not the process. Records are kept encoded so nothing aliases user objects."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..errors import Location, StoreError
+from ..records import ActionState, CallResult, StateRef
+from .base import RecoveryMarker
+from .native import decode_call_result, decode_state, encode_call_result, encode_state
+
+
+@dataclass
+class _Entry:
+    key: str
+    seq: int
+    action: str
+    header: bytes
+    calls: list[bytes] = field(default_factory=list)
+
+
+def _loc(ref: StateRef, index: int | None = None) -> Location:
+    return Location(ref.key, ref.seq, ref.action.name, index)
+
+
+class InMemoryStore:
+    """An :class:`~reference_runtime.stores.base.ActionStateStore` in a dict."""
+
+    url = "memory:"
+
+    def __init__(self) -> None:
+        self._entries: dict[str, _Entry] = {}
+        self._lock = threading.Lock()
+        self._writes = 0
+        self.bytes_written = 0
+
+    def _count(self, *chunks: bytes) -> None:
+        self._writes += 1
+        self.bytes_written += sum(len(c) for c in chunks)
+
+    def put(self, ref: StateRef, state: ActionState) -> None:
+        header = encode_state(state)
+        calls = [encode_call_result(r) for r in state.call_results]
+        with self._lock:
+            self._entries[ref.state_key] = _Entry(ref.key, ref.seq, ref.action.name, header, calls)
+            self._count(header, *calls)
+
+    def get(self, ref: StateRef) -> ActionState | None:
+        with self._lock:
+            entry = self._entries.get(ref.state_key)
+            if entry is None:
+                for sk in [sk for sk, e in self._entries.items() if e.key == ref.key and e.seq > ref.seq]:
+                    del self._entries[sk]
+                return None
+            header, calls = entry.header, list(entry.calls)
+        state = decode_state(header, _loc(ref))
+        state.call_results = [decode_call_result(c, _loc(ref, i)) for i, c in enumerate(calls)]
+        return state
+
+    def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
+        encoded = [encode_call_result(r) for r in results]
+        with self._lock:
+            entry = self._entries.get(ref.state_key)
+            if entry is None:
+                raise StoreError(f"no action state to add call results to [{_loc(ref, index)}]")
+            if index > len(entry.calls):
+                raise StoreError(f"call index {index} leaves a gap after {len(entry.calls)} records")
+            entry.calls[index : index + len(encoded)] = encoded
+            self._count(*encoded)
+
+    def truncate_call_results(self, ref: StateRef, index: int) -> None:
+        with self._lock:
+            entry = self._entries.get(ref.state_key)
+            if entry is not None:
+                del entry.calls[index:]
+                self._count()
+
+    def prune_state(self, key: str, seq: int) -> None:
+        with self._lock:
+            for sk in [sk for sk, e in self._entries.items() if e.key == key and e.seq <= seq]:
+                del self._entries[sk]
+
+    def get_recovery_marker(self) -> RecoveryMarker:
+        with self._lock:
+            return {"writes": self._writes}
+
+    def rebuild_state(self, markers: Sequence[RecoveryMarker]) -> None:
+        # Everything put since any marker is still in the dict.
+        return None
+
+    def close(self) -> None:
+        return None
+
+    def __len__(self) -> int:
+        return len(self._entries)

@@ -1,0 +1,217 @@
+"""The native record encoding used by the embedded stores (memory, SQLite, Redis).
+
+Tagged JSON: a state header (everything but call results) and one small document per call result, so a
+durable call is persisted as a delta. Every decode failure is a :class:`CorruptRecordError` that names
+the location and the JSON path that failed.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+import uuid
+from typing import Any
+
+from ..errors import CorruptRecordError, Location
+from ..events import BASE_EVENT_CLASS, Event
+from ..records import ActionState, CallResult, CallStatus, MemoryUpdate
+
+FORMAT_VERSION = 1
+
+
+def _enc(value: Any, path: str) -> Any:
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {"$float": repr(value)}
+    if isinstance(value, bytes | bytearray):
+        return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, list | tuple):
+        return [_enc(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise TypeError(f"cannot store a non-string dict key {k!r} at {path}")
+            out[k] = _enc(v, f"{path}[{k!r}]")
+        return {"$map": out}
+    raise TypeError(f"cannot store a {type(value).__name__} at {path}")
+
+
+def _dec(value: Any, path: str, loc: Location) -> Any:
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list):
+        return [_dec(v, f"{path}[{i}]", loc) for i, v in enumerate(value)]
+    if isinstance(value, dict) and len(value) == 1:
+        ((tag, inner),) = value.items()
+        if tag == "$map" and isinstance(inner, dict):
+            return {k: _dec(v, f"{path}[{k!r}]", loc) for k, v in inner.items()}
+        if tag == "$bytes" and isinstance(inner, str):
+            return _b64(inner, path, loc)
+        if tag == "$float" and inner in ("nan", "inf", "-inf"):
+            return float(inner)
+    raise CorruptRecordError(f"unreadable value at {path}", loc)
+
+
+def _b64(text: Any, path: str, loc: Location) -> bytes:
+    if not isinstance(text, str):
+        raise CorruptRecordError(f"expected base64 text at {path}", loc)
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise CorruptRecordError(f"bad base64 at {path}: {exc}", loc) from exc
+
+
+def _field(obj: dict[str, Any], name: str, kind: type | tuple[type, ...], path: str, loc: Location) -> Any:
+    if name not in obj:
+        raise CorruptRecordError(f"missing field {path}.{name}", loc)
+    value = obj[name]
+    if not isinstance(value, kind):
+        raise CorruptRecordError(f"field {path}.{name} has type {type(value).__name__}", loc)
+    return value
+
+
+def encode_event(event: Event) -> dict[str, Any]:
+    return {
+        "class": event.java_class,
+        "id": str(event.id) if event.id is not None else None,
+        "type": event.type,
+        "attributes": _enc(event.attributes, "attributes"),
+        "upstream": [event.upstream_event_id, event.upstream_action_name],
+    }
+
+
+def decode_event(obj: Any, path: str, loc: Location) -> Event:
+    if not isinstance(obj, dict):
+        raise CorruptRecordError(f"{path} is not an object", loc)
+    unknown = set(obj) - {"class", "id", "type", "attributes", "upstream"}
+    if unknown:
+        raise CorruptRecordError(f"unknown fields {sorted(unknown)} in {path}", loc)
+    raw_id = obj.get("id")
+    try:
+        event_id = uuid.UUID(raw_id) if raw_id is not None else None
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise CorruptRecordError(f"{path}.id is not a UUID", loc) from exc
+    etype = _field(obj, "type", str, path, loc)
+    attributes = _dec(obj.get("attributes", {"$map": {}}), f"{path}.attributes", loc)
+    if not isinstance(attributes, dict):
+        raise CorruptRecordError(f"{path}.attributes is not a map", loc)
+    upstream = obj.get("upstream", [None, None])
+    if not (isinstance(upstream, list) and len(upstream) == 2):
+        raise CorruptRecordError(f"{path}.upstream is malformed", loc)
+    java_class = obj.get("class", BASE_EVENT_CLASS)
+    if not isinstance(java_class, str) or not etype:
+        raise CorruptRecordError(f"{path} has a bad class or type", loc)
+    event = Event(etype, attributes, java_class=java_class,
+                  upstream_event_id=upstream[0], upstream_action_name=upstream[1])
+    event.id = event_id
+    return event
+
+
+def _enc_updates(updates: list[MemoryUpdate], name: str) -> list[Any]:
+    return [
+        [u.path, _enc(u.value, f"{name}[{i}].value"), u.object_creation] for i, u in enumerate(updates)
+    ]
+
+
+def _dec_updates(raw: Any, path: str, loc: Location) -> list[MemoryUpdate]:
+    if not isinstance(raw, list):
+        raise CorruptRecordError(f"{path} is not a list", loc)
+    out = []
+    for i, item in enumerate(raw):
+        if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], str)
+                and isinstance(item[2], bool)):
+            raise CorruptRecordError(f"{path}[{i}] is not a memory update", loc)
+        out.append(MemoryUpdate(item[0], _dec(item[1], f"{path}[{i}].value", loc), item[2]))
+    return out
+
+
+def encode_state(state: ActionState) -> bytes:
+    """The state without its call results (those are stored one by one)."""
+    doc = {
+        "v": FORMAT_VERSION,
+        "taskEvent": encode_event(state.task_event) if state.task_event is not None else None,
+        "sensory": _enc_updates(state.sensory_memory_updates, "sensory"),
+        "shortTerm": _enc_updates(state.short_term_memory_updates, "shortTerm"),
+        "outputs": [encode_event(e) for e in state.output_events],
+        "completed": state.completed,
+    }
+    return json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
+
+
+def _parse(data: bytes, what: str, loc: Location) -> Any:
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise CorruptRecordError(f"{what} is a {type(data).__name__}, not bytes", loc)
+    try:
+        return json.loads(bytes(data).decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise CorruptRecordError(f"{what} is not UTF-8 (byte offset {exc.start})", loc) from exc
+    except json.JSONDecodeError as exc:
+        raise CorruptRecordError(f"{what} is not JSON (offset {exc.pos}: {exc.msg})", loc) from exc
+    except RecursionError as exc:
+        raise CorruptRecordError(f"{what} nests too deeply", loc) from exc
+
+
+def decode_state(data: bytes, location: Location) -> ActionState:
+    loc = location
+    doc = _parse(data, "action state", loc)
+    if not isinstance(doc, dict):
+        raise CorruptRecordError("action state is not a JSON object", loc)
+    unknown = set(doc) - {"v", "taskEvent", "sensory", "shortTerm", "outputs", "completed"}
+    if unknown:
+        raise CorruptRecordError(f"unknown fields {sorted(unknown)} in action state", loc)
+    if doc.get("v") != FORMAT_VERSION:
+        raise CorruptRecordError(f"unsupported action state format version {doc.get('v')!r}", loc)
+    task = doc.get("taskEvent")
+    outputs = doc.get("outputs", [])
+    if not isinstance(outputs, list):
+        raise CorruptRecordError("$.outputs is not a list", loc)
+    completed = doc.get("completed", False)
+    if not isinstance(completed, bool):
+        raise CorruptRecordError("$.completed is not a boolean", loc)
+    return ActionState(
+        task_event=decode_event(task, "$.taskEvent", loc) if task is not None else None,
+        sensory_memory_updates=_dec_updates(doc.get("sensory", []), "$.sensory", loc),
+        short_term_memory_updates=_dec_updates(doc.get("shortTerm", []), "$.shortTerm", loc),
+        output_events=[decode_event(e, f"$.outputs[{i}]", loc) for i, e in enumerate(outputs)],
+        call_results=[],
+        completed=completed,
+    )
+
+
+def encode_call_result(result: CallResult) -> bytes:
+    def b64(b: bytes | None) -> str | None:
+        return base64.b64encode(b).decode("ascii") if b is not None else None
+
+    doc = {
+        "f": result.function_id,
+        "d": result.args_digest,
+        "r": b64(result.result_payload),
+        "e": b64(result.exception_payload),
+        "s": result.status.value if result.status is not None else None,
+    }
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def decode_call_result(data: bytes, location: Location) -> CallResult:
+    loc = location
+    doc = _parse(data, "call result", loc)
+    if not isinstance(doc, dict) or set(doc) != {"f", "d", "r", "e", "s"}:
+        raise CorruptRecordError("call result does not have exactly the fields f, d, r, e, s", loc)
+    if not isinstance(doc["f"], str) or not isinstance(doc["d"], str):
+        raise CorruptRecordError("call result function id / digest must be strings", loc)
+    status = doc["s"]
+    try:
+        parsed_status = CallStatus(status) if status is not None else None
+    except ValueError as exc:
+        raise CorruptRecordError(f"unknown call status {status!r}", loc) from exc
+    return CallResult(
+        doc["f"],
+        doc["d"],
+        _b64(doc["r"], "$.r", loc) if doc["r"] is not None else None,
+        _b64(doc["e"], "$.e", loc) if doc["e"] is not None else None,
+        parsed_status,
+    )
