@@ -173,6 +173,9 @@ class ActionExecution:
         try:
             with durable_call_scope(call.function_id):
                 return Outcome.success(func(*args, **kwargs))
+        except DurableError:
+            # A misuse of the runtime (e.g. memory access) is a bug to surface, not an outcome to record.
+            raise
         except Exception as exc:
             return Outcome.failure(exc)
         finally:

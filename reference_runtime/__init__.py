@@ -1,0 +1,48 @@
+"""In-process reference runtime for Flink-Agents-style durable agents.
+
+The public names mirror ``flink_agents.api``: ``Agent``, ``action``, ``Event`` and the built-in events,
+``RunnerContext``, ``MemoryObject``/``MemoryRef``, ``DurableCall``/``Outcome``; plus the runner, stores,
+fault points and codecs that make recovery testable in-process.
+"""
+
+from .agent import Agent, action
+from .codecs import CloudpickleCodec, JavaStyleCodec, PayloadCodec, RemoteCallError
+from .context import RunnerContext
+from .durable import JournalEntry, Outcome, current_call
+from .errors import (
+    ActionFailedError,
+    CorruptRecordError,
+    DurableError,
+    Location,
+    MemoryAccessError,
+    NondeterminismError,
+    PayloadDecodeError,
+    StoreError,
+    StoreUrlError,
+    UntrustedPayloadError,
+)
+from .events import (
+    ChatRequestEvent,
+    ChatResponseEvent,
+    Event,
+    InputEvent,
+    OutputEvent,
+    ToolRequestEvent,
+    ToolResponseEvent,
+)
+from .faults import CrashAt, FaultInjector, FaultPoint, Phase, SimulatedCrash
+from .identity import CallContext, CallId, args_digest, function_id
+from .memory import MemoryObject, MemoryRef
+from .records import ActionState, CallResult, CallStatus, MemoryUpdate
+from .runner import EmittedOutput, Runner, RunResult, run_agent
+
+__all__ = [
+    "ActionFailedError", "ActionState", "Agent", "CallContext", "CallId", "CallResult", "CallStatus",
+    "ChatRequestEvent", "ChatResponseEvent", "CloudpickleCodec", "CorruptRecordError", "CrashAt",
+    "DurableError", "EmittedOutput", "Event", "FaultInjector", "FaultPoint", "InputEvent", "JavaStyleCodec",
+    "JournalEntry", "Location", "MemoryAccessError", "MemoryObject", "MemoryRef", "MemoryUpdate",
+    "NondeterminismError", "Outcome", "OutputEvent", "PayloadCodec", "PayloadDecodeError", "Phase",
+    "RemoteCallError", "RunResult", "Runner", "RunnerContext", "SimulatedCrash", "StoreError",
+    "StoreUrlError", "ToolRequestEvent", "ToolResponseEvent", "UntrustedPayloadError", "action",
+    "args_digest", "current_call", "function_id", "run_agent",
+]

@@ -1,0 +1,71 @@
+"""Call identity (spec IDN-*)."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from reference_runtime import CrashAt, FaultInjector, Phase, Runner, args_digest, function_id
+from reference_runtime.identity import CallId
+
+from . import agents
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "digest"),
+    [
+        ((), {}, "f744dd20f806e514"),
+        ((1, 2), {}, "4f178445086a4b93"),
+        ((), {"a": 1, "b": 2}, "915fcb468add33e3"),
+        ((), {"b": 2, "a": 1}, "46326d3bb5b2bb51"),
+    ],
+)
+def test_args_digest_matches_flink_reference_values(args: tuple[int, ...], kwargs: dict[str, int], digest: str) -> None:
+    """IDN-2: first 16 hex of sha256(cloudpickle((args, kwargs))), kwargs order matters."""
+    assert args_digest(args, kwargs) == digest
+
+
+def test_positional_and_keyword_calls_differ() -> None:
+    """IDN-2: f(1) and f(a=1) are different calls."""
+    assert args_digest((1,), {}) != args_digest((), {"a": 1})
+
+
+def test_unpicklable_args_fall_back_to_str() -> None:
+    """IDN-3: arguments that cannot be pickled are digested through str()."""
+    import hashlib
+    import threading
+
+    lock = threading.Lock()
+    expected = hashlib.sha256(str(((lock,), {})).encode()).hexdigest()[:16]
+    assert args_digest((lock,), {}) == expected
+
+
+def test_function_id_is_module_and_qualname() -> None:
+    """IDN-1: module.qualname, nested and partial quirks as in Flink Agents."""
+    assert function_id(agents.step) == "tests.runtime.agents.step"
+    assert function_id(agents.ThreeCalls.work) == "tests.runtime.agents.ThreeCalls.work"
+
+    def inner() -> None: ...
+
+    assert function_id(inner).endswith("test_function_id_is_module_and_qualname.<locals>.inner")
+    assert function_id(functools.partial(agents.step, 1)) == "functools.<unknown>"
+
+
+def test_call_id_quotes_parts_so_they_stay_separable() -> None:
+    """IDN-5: the idempotency call id names key, seq, action and index unambiguously."""
+    assert str(CallId("a/b", 3, "act", 2)) == "a%2Fb/3/act/2"
+    assert str(CallId("a", 3, "act", 2)) != str(CallId("a/3", 3, "act", 2))
+
+
+def test_call_ids_are_identical_across_recovery() -> None:
+    """IDN-5/IDN-6: the call id a durable function sees is the same after a crash and recovery."""
+    agents.reset()
+    Runner(agents.ThreeCalls).run([("k", 1), ("k", 2)])
+    clean = set(agents.EFFECTS)
+    agents.reset()
+    injector = FaultInjector([CrashAt(Phase.AFTER_EFFECT, seq=1, call_index=1)])
+    result = Runner(agents.ThreeCalls, injector=injector).run([("k", 1), ("k", 2)])
+    assert result.failovers == 1
+    assert set(agents.EFFECTS) == clean
+    assert clean == {f"k/{s}/work/{i}" for s in (0, 1) for i in range(3)}

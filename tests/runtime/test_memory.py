@@ -1,0 +1,215 @@
+"""Short-term and sensory memory (spec MEM-*)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from reference_runtime import (
+    Agent,
+    CrashAt,
+    Event,
+    FaultInjector,
+    InputEvent,
+    MemoryAccessError,
+    MemoryRef,
+    OutputEvent,
+    Phase,
+    Runner,
+    RunnerContext,
+    action,
+)
+from reference_runtime.memory import NESTED_OBJECT, FlatMemory, MemoryObject, MemoryView
+from reference_runtime.stores.memory import InMemoryStore
+
+
+def fresh() -> tuple[FlatMemory, MemoryView, MemoryObject]:
+    base = FlatMemory()
+    view = MemoryView(base)
+    return base, view, MemoryObject(view, "short_term")
+
+
+def test_set_get_and_nested_objects() -> None:
+    """MEM-1: get/set/new_object/is_exist/get_field_names/get_fields."""
+    _, _, mem = fresh()
+    ref = mem.set("a.b.c", 1)
+    assert ref == MemoryRef("short_term", "a.b.c")
+    assert mem.get("a.b.c") == 1
+    a = mem.get("a")
+    assert isinstance(a, MemoryObject) and a.path == "a"
+    assert a.get("b.c") == 1
+    assert mem.is_exist("a.b") and not mem.is_exist("a.x")
+    mem.set("a.v", [1, {"k": b"x"}])
+    assert a.get_field_names() == ["b", "v"]
+    assert a.get_fields() == {"b": NESTED_OBJECT, "v": [1, {"k": b"x"}]}
+    assert mem.get("missing") is None
+    assert mem.get(ref) == 1
+
+
+def test_values_are_copied_in_and_out() -> None:
+    """MEM-3: mutating a value after set or after get does not change memory."""
+    _, _, mem = fresh()
+    value = {"xs": [1]}
+    mem.set("v", value)
+    value["xs"].append(2)
+    got = mem.get("v")
+    got["xs"].append(3)
+    assert mem.get("v") == {"xs": [1]}
+
+
+@pytest.mark.parametrize(
+    ("value", "breadcrumb"),
+    [
+        (object(), "'x'"),
+        ([1, object()], "'x'[1]"),
+        ({"k": [set()]}, "'x'['k'][0]"),
+        ((1, 2), "'x'"),
+        ({1: "a"}, "'x'"),
+    ],
+)
+def test_invalid_values_raise_type_error_with_breadcrumb(value: Any, breadcrumb: str) -> None:
+    """MEM-2: only None/bool/int/float/str/bytes/list/dict[str, …]; the error names the path."""
+    _, _, mem = fresh()
+    with pytest.raises(TypeError) as info:
+        mem.set("x", value)
+    assert f"value at memory path {breadcrumb} " in str(info.value)
+    assert not mem.is_exist("x")
+
+
+def test_flat_path_map_with_object_children() -> None:
+    """MEM-4: a flat map from absolute path to item; objects list their children; root is ''."""
+    base, view, mem = fresh()
+    mem.set("a.b", 1)
+    mem.set("a.c", 2)
+    view.commit()
+    assert sorted(base.items) == ["", "a", "a.b", "a.c"]
+    assert base.items[""].children == ["a"]
+    assert base.items["a"].is_object and base.items["a"].children == ["b", "c"]
+    assert base.items["a.b"].value == 1
+
+
+def test_set_refuses_to_overwrite_an_object_and_new_object_rules() -> None:
+    """MEM-5/MEM-6: set never replaces an object; new_object keeps objects, replaces values only
+    with overwrite=True."""
+    _, _, mem = fresh()
+    mem.set("o.x", 1)
+    with pytest.raises(ValueError, match="object"):
+        mem.set("o", 5)
+    mem.set("v", 1)
+    with pytest.raises(ValueError, match="overwrite=True"):
+        mem.new_object("v")
+    mem.new_object("v", overwrite=True)
+    assert isinstance(mem.get("v"), MemoryObject)
+    kept = mem.new_object("o")
+    assert kept.get("x") == 1
+    with pytest.raises(ValueError, match="holds a value"):
+        mem.set("x.y", 1) if mem.set("x", 1) else None
+
+
+def test_writes_are_buffered_until_commit() -> None:
+    """MEM-9: the action sees its writes; the committed map changes only on completion."""
+    base, view, mem = fresh()
+    mem.set("a", 1)
+    assert mem.get("a") == 1
+    assert "a" not in base.items
+    view.commit()
+    assert base.items["a"].value == 1
+
+
+def test_update_log_replays_object_creation_exactly() -> None:
+    """MEM-10: replaying the log of an action that created objects yields the same map (#1029)."""
+    base, view, mem = fresh()
+    conv = mem.new_object("conv")
+    conv.set("t1", "hi")
+    mem.new_object("empty")
+    mem.set("v", 1)
+    mem.new_object("v", overwrite=True)
+    view.commit()
+    replayed = FlatMemory()
+    replayed.apply(view.log)
+    assert replayed.to_dict() == base.to_dict() == {"conv": {"t1": "hi"}, "empty": {}, "v": {}}
+    assert [u.object_creation for u in view.log] == [True, False, True, False, True]
+
+
+class NewObjectAgent(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def remember(event: Event, ctx: RunnerContext) -> None:
+        stm = ctx.short_term_memory
+        conv = stm.new_object("conversation")
+        conv.set(f"m{ctx.seq}", event.attributes["input"])
+        ctx.send_event(OutputEvent(stm.get("conversation").get_field_names()))
+
+
+def test_issue_1029_completed_new_object_action_replays_without_corruption() -> None:
+    """MEM-10: in Flink Agents 0.3.1 a completed action that called new_object replays as
+    set(path, None), which then breaks the next write under that object. Here it cannot."""
+    clean = Runner(NewObjectAgent).run([("k", "a"), ("k", "b")])
+    injector = FaultInjector([CrashAt(Phase.AFTER_COMPLETE, seq=1)])
+    crashed = Runner(NewObjectAgent, InMemoryStore(), injector=injector).run([("k", "a"), ("k", "b")])
+    assert crashed.failovers == 1
+    assert crashed.memory == clean.memory == {"k": {"conversation": {"m0": "a", "m1": "b"}}}
+    assert crashed.outputs == clean.outputs == {"k": [["m0"], ["m0", "m1"]]}
+
+
+class KeyedAgent(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def count(event: Event, ctx: RunnerContext) -> None:
+        n = (ctx.short_term_memory.get("n") or 0) + 1
+        ctx.short_term_memory.set("n", n)
+        assert ctx.sensory_memory.get("scratch") is None, "sensory memory leaked across runs"
+        ctx.sensory_memory.set("scratch", n)
+        ctx.send_event(OutputEvent(n))
+
+
+def test_memory_is_isolated_per_key_and_sensory_memory_is_cleared_per_run() -> None:
+    """MEM-7/MEM-8: each key has its own memory; sensory memory is empty at the start of every run."""
+    result = Runner(KeyedAgent).run([("a", 0), ("b", 0), ("a", 0), ("a", 0)])
+    assert result.outputs == {"a": [1, 2, 3], "b": [1]}
+    assert result.memory == {"a": {"n": 3}, "b": {"n": 1}}
+
+
+def test_memory_changes_of_an_interrupted_action_are_discarded() -> None:
+    """MEM-9: a crash before completion leaves memory as it was before the action."""
+    injector = FaultInjector([CrashAt(Phase.BEFORE_COMPLETE, seq=1)])
+    result = Runner(KeyedAgent, injector=injector).run([("a", 0), ("a", 0)])
+    assert result.memory == {"a": {"n": 2}}
+    assert result.outputs == {"a": [1, 2]}
+
+
+def sneaky_memory_read(ctx: RunnerContext) -> Any:
+    return ctx.short_term_memory.get("n")
+
+
+def sneaky_send(ctx: RunnerContext) -> None:
+    ctx.send_event(OutputEvent("x"))
+
+
+class SneakyAgent(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def work(event: Event, ctx: RunnerContext) -> None:
+        ctx.durable_execute(sneaky_memory_read if event.attributes["input"] == "mem" else sneaky_send, ctx)
+
+
+class SneakyAsyncAgent(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def work(event: Event, ctx: RunnerContext) -> None:
+        await ctx.durable_execute_async(sneaky_memory_read, ctx)
+
+
+@pytest.mark.parametrize("what", ["mem", "send"])
+def test_memory_and_send_event_inside_a_durable_function_raise(what: str) -> None:
+    """DE-11/MEM-11: a durable function may not touch memory or send events; the error says why."""
+    with pytest.raises(MemoryAccessError, match="inside a durable function") as info:
+        Runner(SneakyAgent).run([("k", what)])
+    assert "sneaky" in str(info.value)
+
+
+def test_memory_access_from_the_async_pool_raises() -> None:
+    """MEM-11: durable work on the pool cannot reach memory either."""
+    with pytest.raises(MemoryAccessError):
+        Runner(SneakyAsyncAgent).run([("k", 0)])
