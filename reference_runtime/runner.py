@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .agent import ActionSpec, Agent
+from .clock import Clock, SystemClock
 from .codecs import PayloadCodec, default_codec
 from .context import RunnerContext
 from .durable import ActionExecution, JournalEntry, MismatchMode
@@ -97,6 +98,7 @@ class Runner:
         checkpoint_every: int | None = None,
         reopen_store: Callable[[], ActionStateStore] | None = None,
         async_threads: int | None = None,
+        clock: Clock | None = None,
     ) -> None:
         if store is None:
             from .stores.memory import InMemoryStore
@@ -113,6 +115,7 @@ class Runner:
             raise ValueError("checkpoint_every must be a positive number of inputs")
         self.checkpoint_every = checkpoint_every
         self.reopen_store = reopen_store
+        self.clock: Clock = clock or SystemClock()
         self.async_threads = async_threads or int(self.config.get("num-async-threads", os.cpu_count() or 2))
         self.actions: list[ActionSpec] = agent.actions() + agent.builtin_actions()
         self._by_type: dict[str, list[ActionSpec]] = {}
