@@ -6,6 +6,7 @@ fault points and codecs that make recovery testable in-process.
 """
 
 from .agent import Agent, action
+from .batch import BatchTimeoutError, DurableCall
 from .codecs import CloudpickleCodec, JavaStyleCodec, PayloadCodec, RemoteCallError
 from .context import RunnerContext
 from .durable import JournalEntry, Outcome, current_call
@@ -37,12 +38,52 @@ from .records import ActionState, CallResult, CallStatus, MemoryUpdate
 from .runner import EmittedOutput, Runner, RunResult, run_agent
 
 __all__ = [
-    "ActionFailedError", "ActionState", "Agent", "CallContext", "CallId", "CallResult", "CallStatus",
-    "ChatRequestEvent", "ChatResponseEvent", "CloudpickleCodec", "CorruptRecordError", "CrashAt",
-    "DurableError", "EmittedOutput", "Event", "FaultInjector", "FaultPoint", "InputEvent", "JavaStyleCodec",
-    "JournalEntry", "Location", "MemoryAccessError", "MemoryObject", "MemoryRef", "MemoryUpdate",
-    "NondeterminismError", "Outcome", "OutputEvent", "PayloadCodec", "PayloadDecodeError", "Phase",
-    "RemoteCallError", "RunResult", "Runner", "RunnerContext", "SimulatedCrash", "StoreError",
-    "StoreUrlError", "ToolRequestEvent", "ToolResponseEvent", "UntrustedPayloadError", "action",
-    "args_digest", "current_call", "function_id", "run_agent",
+    "ActionFailedError",
+    "ActionState",
+    "Agent",
+    "BatchTimeoutError",
+    "CallContext",
+    "CallId",
+    "CallResult",
+    "CallStatus",
+    "ChatRequestEvent",
+    "ChatResponseEvent",
+    "CloudpickleCodec",
+    "CorruptRecordError",
+    "CrashAt",
+    "DurableCall",
+    "DurableError",
+    "EmittedOutput",
+    "Event",
+    "FaultInjector",
+    "FaultPoint",
+    "InputEvent",
+    "JavaStyleCodec",
+    "JournalEntry",
+    "Location",
+    "MemoryAccessError",
+    "MemoryObject",
+    "MemoryRef",
+    "MemoryUpdate",
+    "NondeterminismError",
+    "Outcome",
+    "OutputEvent",
+    "PayloadCodec",
+    "PayloadDecodeError",
+    "Phase",
+    "RemoteCallError",
+    "RunResult",
+    "Runner",
+    "RunnerContext",
+    "SimulatedCrash",
+    "StoreError",
+    "StoreUrlError",
+    "ToolRequestEvent",
+    "ToolResponseEvent",
+    "UntrustedPayloadError",
+    "action",
+    "args_digest",
+    "current_call",
+    "function_id",
+    "run_agent",
 ]

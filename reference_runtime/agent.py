@@ -74,5 +74,7 @@ class Agent:
 
     @classmethod
     def builtin_actions(cls) -> list[ActionSpec]:
-        """Actions the framework adds (tool calls, chat); overridden where they are installed."""
-        return []
+        """Actions the framework adds for the agent's ``tools`` and ``chat_models``."""
+        from .builtin_actions import builtin_action_specs
+
+        return builtin_action_specs(cls.tools, cls.chat_models)

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 from .durable import ActionExecution, DurableAwaitable
 from .events import Event
 from .memory import MemoryObject, check_action_access
+from .retry import RetryPolicy
+from .two_phase import execute_two_phase, execute_two_phase_async, is_two_phase
 
 if TYPE_CHECKING:
     from .batch import DurableCall
@@ -82,11 +84,19 @@ class RunnerContext:
         *args: Any,
         reconciler: Callable[[], Any] | None = None,
         durable_id: str | None = None,
+        retry: RetryPolicy | None = None,
         **kwargs: Any,
     ) -> Any:
-        """Run ``func(*args, **kwargs)`` once: replayed from its record on recovery (spec DE-*)."""
+        """Run ``func(*args, **kwargs)`` once: replayed from its record on recovery (spec DE-*).
+
+        ``reconciler``, ``durable_id`` and ``retry`` are consumed here and never passed to ``func``.
+        A :class:`~reference_runtime.two_phase.TwoPhaseCommit` object runs as a two-phase commit.
+        """
         check_action_access(self._owner, "durable_execute")
-        return self._execution.execute(func, args, kwargs, reconciler=reconciler, durable_id=durable_id)
+        if is_two_phase(func):
+            return execute_two_phase(self._execution, func, durable_id)
+        return self._execution.execute(func, args, kwargs, reconciler=reconciler, durable_id=durable_id,
+                                       retry=retry)
 
     def durable_execute_async(
         self,
@@ -94,13 +104,16 @@ class RunnerContext:
         *args: Any,
         reconciler: Callable[[], Any] | None = None,
         durable_id: str | None = None,
+        retry: RetryPolicy | None = None,
         **kwargs: Any,
     ) -> Awaitable[Any]:
         """Like :meth:`durable_execute`, off the runner's thread; nothing starts until awaited."""
         check_action_access(self._owner, "durable_execute_async")
         ex = self._execution
+        if is_two_phase(func):
+            return DurableAwaitable(lambda: execute_two_phase_async(ex, func, durable_id))
         return DurableAwaitable(
-            lambda: ex.execute_async(func, args, kwargs, reconciler=reconciler, durable_id=durable_id)
+            lambda: ex.execute_async(func, args, kwargs, reconciler=reconciler, durable_id=durable_id, retry=retry)
         )
 
     def durable_execute_all_async(self, calls: list[DurableCall]) -> Awaitable[list[Outcome]]:

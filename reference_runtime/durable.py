@@ -14,15 +14,17 @@ import logging
 from collections.abc import Awaitable, Callable, Generator
 from concurrent.futures import Executor
 from contextvars import ContextVar, copy_context
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from .clock import Clock, SystemClock
 from .codecs import PayloadCodec
 from .errors import DurableError, Location, NondeterminismError, PayloadDecodeError
 from .faults import FaultInjector, FaultPoint, Phase
 from .identity import CallContext, CallId, args_digest, function_id
 from .memory import durable_call_scope
 from .records import ActionState, CallResult, StateRef
+from .retry import RetryPolicy
 from .stores.base import ActionStateStore
 
 log = logging.getLogger("reference_runtime.durable")
@@ -113,7 +115,7 @@ class ActionExecution:
     pool: Executor | None = None
     index: int = 0
     journal: list[JournalEntry] = field(default_factory=list)
-    retry_sleep: Callable[[float], None] | None = None
+    clock: Clock = field(default_factory=SystemClock)
 
     # -- helpers ---------------------------------------------------------------------------------
     @property
@@ -168,7 +170,17 @@ class ActionExecution:
         return CallContext(self.call_id(index), fid, digest, attempt)
 
     def run_sync(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                 call: CallContext) -> Outcome:
+                 call: CallContext, retry: RetryPolicy | None = None) -> Outcome:
+        attempt = 1
+        while True:
+            outcome = self.attempt(func, args, kwargs, replace(call, attempt=attempt))
+            if outcome.error is None or retry is None or not retry.should_retry(outcome.error, attempt):
+                return outcome
+            self.clock.sleep(retry.backoff.delay(attempt, str(call.call_id)))
+            attempt += 1
+
+    def attempt(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                call: CallContext) -> Outcome:
         token = _current_call.set(call)
         try:
             with durable_call_scope(call.function_id):
@@ -182,7 +194,7 @@ class ActionExecution:
             _current_call.reset(token)
 
     def reconcile(self, reconciler: Callable[[], Any], call: CallContext) -> Outcome:
-        return self.run_sync(reconciler, (), {}, call)
+        return self.attempt(reconciler, (), {}, call)
 
     # -- planning --------------------------------------------------------------------------------
     def plan(self, fid: str, digest: str, has_reconciler: bool) -> tuple[str, Outcome | None]:
@@ -217,8 +229,7 @@ class ActionExecution:
         *,
         reconciler: Callable[[], Any] | None = None,
         durable_id: str | None = None,
-        runner: Callable[[Callable[..., Any], tuple[Any, ...], dict[str, Any], CallContext], Outcome]
-        | None = None,
+        retry: RetryPolicy | None = None,
     ) -> Any:
         validate_reconciler(reconciler)
         fid = durable_id if durable_id is not None else function_id(func)
@@ -236,7 +247,7 @@ class ActionExecution:
         if reconciler is not None and i >= len(self.records):
             self.write(i, [CallResult.pending(fid, digest)])
             self.fault(Phase.AFTER_PENDING, i, fid)
-        outcome = (runner or self.run_sync)(func, args, kwargs, call)
+        outcome = self.run_sync(func, args, kwargs, call, retry)
         return self.finish(i, fid, digest, outcome, "executed")
 
     def finish(self, i: int, fid: str, digest: str, outcome: Outcome, source: Source,
@@ -260,6 +271,7 @@ class ActionExecution:
         *,
         reconciler: Callable[[], Any] | None = None,
         durable_id: str | None = None,
+        retry: RetryPolicy | None = None,
     ) -> Any:
         validate_reconciler(reconciler)
         fid = durable_id if durable_id is not None else function_id(func)
@@ -273,30 +285,34 @@ class ActionExecution:
             return self.finish(i, fid, digest, outcome, "replayed", persist=False)
         if what == "reconcile":
             assert reconciler is not None
-            outcome = await self.offload(reconciler, (), {}, call)
+            outcome = await self.offload(reconciler, (), {}, call, reconcile=True)
             return self.finish(i, fid, digest, outcome, "reconciled")
         if reconciler is not None and i >= len(self.records):
             # PENDING is durable before the work can start, so a crash mid-call is seen as in flight.
             self.write(i, [CallResult.pending(fid, digest)])
             self.fault(Phase.AFTER_PENDING, i, fid)
-        outcome = await self.offload(func, args, kwargs, call)
+        outcome = await self.offload(func, args, kwargs, call, retry=retry)
         return self.finish(i, fid, digest, outcome, "executed")
 
     async def offload(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                      call: CallContext) -> Outcome:
+                      call: CallContext, *, retry: RetryPolicy | None = None, reconcile: bool = False) -> Outcome:
         """Run ``func`` off the runner's thread (coroutine functions run as their own task)."""
         if inspect.iscoroutinefunction(func):
             token = _current_call.set(call)
             try:
                 with durable_call_scope(call.function_id):
                     return Outcome.success(await func(*args, **kwargs))
+            except DurableError:
+                raise
             except Exception as exc:
                 return Outcome.failure(exc)
             finally:
                 _current_call.reset(token)
         loop = asyncio.get_running_loop()
         ctx = copy_context()
-        return await loop.run_in_executor(self.pool, ctx.run, self.run_sync, func, args, kwargs, call)
+        if reconcile:
+            return await loop.run_in_executor(self.pool, ctx.run, self.attempt, func, args, kwargs, call)
+        return await loop.run_in_executor(self.pool, ctx.run, self.run_sync, func, args, kwargs, call, retry)
 
 
 class DurableAwaitable(Awaitable[Any]):

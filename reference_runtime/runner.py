@@ -26,9 +26,9 @@ from .durable import ActionExecution, JournalEntry, MismatchMode
 from .errors import ActionFailedError, DurableError, Location
 from .events import Event, InputEvent, OutputEvent
 from .faults import FaultInjector, FaultPoint, Phase, SimulatedCrash
+from .key_schemes import KeyScheme, get_key_scheme
 from .memory import FlatMemory, Item, MemoryObject, MemoryView
 from .records import ActionRef, ActionState, StateRef
-from .key_schemes import KeyScheme, get_key_scheme
 from .stores.base import ActionStateStore, RecoveryMarker
 
 _INPUT_NAMESPACE = uuid.UUID("6f6b1d1e-3a43-4c59-9a4f-64757261626c")
@@ -270,7 +270,8 @@ class Runner:
         if state is None:
             state = ActionState(task_event=ref.event)
             self.store.put(ref, state)
-        execution = ActionExecution(ref, self.store, self.codec, state, self.mismatch, self.injector, pool)
+        execution = ActionExecution(ref, self.store, self.codec, state, self.mismatch, self.injector, pool,
+                                    clock=self.clock)
         stm_view, sens_view = MemoryView(short_term), MemoryView(sensory)
         ctx = RunnerContext(
             execution,

@@ -1,0 +1,156 @@
+"""Built-in actions: tool calls and chat (seed 002, seed 004; spec TOOL-*).
+
+``tool_call_action`` answers a :class:`ToolRequestEvent` with a :class:`ToolResponseEvent`, running each
+requested tool as a durable call with function id ``tool-call-{tool_call_id}`` (seed 002's proposal, so
+two calls of one tool never share an identity). ``chat_action`` asks a chat model as a durable call, so a
+recorded answer is replayed and the model is never asked the same question twice (seed 004).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from .batch import DurableCall
+from .context import RunnerContext
+from .durable import Outcome
+from .events import ChatRequestEvent, ChatResponseEvent, Event, ToolRequestEvent, ToolResponseEvent
+
+_TRUE = {True, "true", "True", "1"}
+
+
+class ChatModel(Protocol):
+    """A chat model: given the messages so far, return the assistant message, a dict with ``content``
+    and optionally ``tool_calls`` (each ``{"id", "function": {"name", "arguments"}}``)."""
+
+    def chat(self, messages: list[dict[str, Any]]) -> dict[str, Any]: ...
+
+
+def _flag(config: Mapping[str, Any], key: str, default: bool) -> bool:
+    return config.get(key, default) in _TRUE
+
+
+def _arguments(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, str):
+        parsed = json.loads(raw) if raw.strip() else {}
+    else:
+        parsed = raw or {}
+    if not isinstance(parsed, dict):
+        raise TypeError(f"tool arguments must be an object, got {type(parsed).__name__}")
+    return parsed
+
+
+def _call_tool(tool: Callable[..., Any], arguments: dict[str, Any]) -> Any:
+    return tool(**arguments)
+
+
+async def tool_call_action(event: Event, ctx: RunnerContext, tools: Mapping[str, Callable[..., Any]]) -> None:
+    """Answer every tool call of ``event``; unknown tools and bad arguments are answered inline."""
+    request = event
+    responses: dict[str, Any] = {}
+    success: dict[str, bool] = {}
+    error: dict[str, str | None] = {}
+    calls: list[tuple[str, DurableCall]] = []
+    for tc in request.attributes.get("tool_calls") or []:
+        call_id = str(tc.get("id"))
+        fn = tc.get("function") or {}
+        name = fn.get("name")
+        tool = tools.get(name) if isinstance(name, str) else None
+        try:
+            arguments = _arguments(fn.get("arguments"))
+        except (TypeError, ValueError) as exc:
+            responses[call_id], success[call_id], error[call_id] = None, False, f"bad arguments: {exc}"
+            continue
+        if tool is None:
+            # No durable call: there is nothing to run, so nothing to record or replay.
+            responses[call_id], success[call_id], error[call_id] = None, False, f"unknown tool {name!r}"
+            continue
+        # The digest covers the arguments only: the tool is named by the durable id.
+        calls.append((call_id, DurableCall(functools.partial(_call_tool, tool), (arguments,),
+                                           durable_id=f"tool-call-{call_id}")))
+    outcomes: list[Outcome]
+    if _flag(ctx.config, "tool-call.async", True) and _flag(ctx.config, "tool-call.parallel", True):
+        outcomes = await ctx.durable_execute_all_async([c for _, c in calls])
+    else:
+        outcomes = []
+        for _, c in calls:
+            try:
+                value = await ctx.durable_execute_async(c.func, *c.args, durable_id=c.durable_id) \
+                    if _flag(ctx.config, "tool-call.async", True) \
+                    else ctx.durable_execute(c.func, *c.args, durable_id=c.durable_id)
+                outcomes.append(Outcome.success(value))
+            except Exception as exc:
+                outcomes.append(Outcome.failure(exc))
+    for (call_id, _), outcome in zip(calls, outcomes, strict=True):
+        responses[call_id] = outcome.value
+        success[call_id] = outcome.is_success()
+        error[call_id] = None if outcome.error is None else f"{type(outcome.error).__name__}: {outcome.error}"
+    ctx.send_event(ToolResponseEvent(str(request.id), responses, {}, success, error))
+
+
+def _ask(model: ChatModel, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    answer = model.chat(messages)
+    if not isinstance(answer, dict):
+        raise TypeError(f"a chat model must return a message dict, got {type(answer).__name__}")
+    return answer
+
+
+def chat_action(event: Event, ctx: RunnerContext, models: Mapping[str, ChatModel]) -> None:
+    """Drive a ReAct loop: ask the model; tool calls go out as a ToolRequestEvent and their responses
+    come back here; a final answer goes out as a ChatResponseEvent."""
+    pending = ctx.sensory_memory
+    if event.type == ChatRequestEvent.TYPE:
+        request_id = str(event.id)
+        model_name = str(event.attributes.get("model"))
+        messages = list(event.attributes.get("messages") or [])
+    else:
+        slot = f"_chat.{event.attributes.get('request_id')}"
+        if not pending.is_exist(slot):
+            return  # a tool response for someone else's request
+        state = pending.get(slot)
+        request_id, model_name = state.get("request_id"), state.get("model")
+        messages = list(state.get("messages") or [])
+        responses = event.attributes.get("responses") or {}
+        for tc_id, value in responses.items():
+            messages.append({"role": "tool", "tool_call_id": tc_id, "content": value,
+                             "error": (event.attributes.get("error") or {}).get(tc_id)})
+    model = models.get(model_name)
+    if model is None:
+        ctx.send_event(ChatResponseEvent(request_id, None, error=f"unknown chat model {model_name!r}"))
+        return
+    # The model object stays out of the digest: a stateful model must not look like a new call.
+    answer = ctx.durable_execute(functools.partial(_ask, model), messages, durable_id=f"chat-{model_name}")
+    messages.append(answer)
+    tool_calls = answer.get("tool_calls") or []
+    if tool_calls:
+        request = ToolRequestEvent(model_name, tool_calls)
+        pending.set(f"_chat.{request.id}", {"request_id": request_id, "model": model_name, "messages": messages})
+        ctx.send_event(request)
+    else:
+        ctx.send_event(ChatResponseEvent(request_id, answer.get("content")))
+
+
+def builtin_action_specs(tools: Mapping[str, Callable[..., Any]], models: Mapping[str, ChatModel]) -> list[Any]:
+    """The built-in actions an agent gets for its registered tools and chat models."""
+    from .agent import ActionSpec
+    from .records import ActionRef
+
+    specs: list[Any] = []
+    if tools:
+
+        async def run_tools(event: Event, ctx: RunnerContext) -> None:
+            await tool_call_action(event, ctx, tools)
+
+        ref = ActionRef("tool_call_action", __name__, "tool_call_action", (ToolRequestEvent.TYPE,))
+        specs.append(ActionSpec("tool_call_action", run_tools, ref, True))
+    if models:
+
+        def run_chat(event: Event, ctx: RunnerContext) -> None:
+            chat_action(event, ctx, models)
+
+        ref = ActionRef("chat_model_action", __name__, "chat_action",
+                        (ChatRequestEvent.TYPE, ToolResponseEvent.TYPE))
+        specs.append(ActionSpec("chat_model_action", run_chat, ref, False))
+    return specs
