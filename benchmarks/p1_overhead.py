@@ -45,7 +45,8 @@ def dbos_steps(tmp: Path, n: int) -> float | None:
         from dbos import DBOS
     except ImportError:
         return None
-    DBOS(config={"name": "p1bench", "system_database_url": f"sqlite:///{tmp / 'dbos.sqlite'}"})
+    DBOS(config={"name": "p1bench", "system_database_url": f"sqlite:///{tmp / 'dbos.sqlite'}",
+                 "log_level": "WARNING", "run_admin_server": False})
 
     @DBOS.step()
     def step(i: int) -> int:

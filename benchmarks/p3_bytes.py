@@ -31,7 +31,7 @@ def whole_state_size(state: ActionState) -> int:
 
 
 def main() -> list[tuple[str, ...]]:
-    store = InMemoryStore()
+    store = InMemoryStore(count_bytes=True)
     state = ActionState(task_event=REF.event)
     store.put(REF, state)
     start = store.bytes_written

@@ -20,6 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 import cloudpickle
 
 from .errors import PayloadDecodeError, UntrustedPayloadError
+from .identity import dumps
 
 
 @runtime_checkable
@@ -144,7 +145,7 @@ class CloudpickleCodec:
             raise PayloadDecodeError(f"payload is not a readable pickle: {type(exc).__name__}: {exc}") from exc
 
     def encode_result(self, value: Any) -> bytes:
-        return self._seal(cloudpickle.dumps(value))
+        return self._seal(dumps(value))
 
     def decode_result(self, data: bytes) -> Any:
         return self._load(data)

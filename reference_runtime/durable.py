@@ -173,7 +173,7 @@ class ActionExecution:
                  call: CallContext, retry: RetryPolicy | None = None) -> Outcome:
         attempt = 1
         while True:
-            outcome = self.attempt(func, args, kwargs, replace(call, attempt=attempt))
+            outcome = self.attempt(func, args, kwargs, call if attempt == 1 else replace(call, attempt=attempt))
             if outcome.error is None or retry is None or not retry.should_retry(outcome.error, attempt):
                 return outcome
             self.clock.sleep(retry.backoff.delay(attempt, str(call.call_id)))

@@ -3,6 +3,7 @@ store object is kept), but not the process. Records are kept encoded so nothing 
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -10,7 +11,7 @@ from dataclasses import dataclass, field
 from ..errors import Location, StoreError
 from ..records import ActionState, CallResult, StateRef
 from .base import RecoveryMarker
-from .native import decode_call_result, decode_state, encode_call_result, encode_state
+from .native import decode_state, encode_call_result, encode_state
 
 
 @dataclass
@@ -19,7 +20,8 @@ class _Entry:
     seq: int
     action: str
     header: bytes
-    calls: list[bytes] = field(default_factory=list)
+    # Call results hold only strings and bytes, so a shallow copy isolates them; no encoding needed.
+    calls: list[CallResult] = field(default_factory=list)
 
 
 def _loc(ref: StateRef, index: int | None = None) -> Location:
@@ -31,7 +33,9 @@ class InMemoryStore:
 
     url = "memory:"
 
-    def __init__(self) -> None:
+    def __init__(self, *, count_bytes: bool = False) -> None:
+        #: Measure what a delta-writing store would persist (benchmark P3); off by default, it costs.
+        self.count_bytes = count_bytes
         self._entries: dict[str, _Entry] = {}
         self._lock = threading.Lock()
         self._writes = 0
@@ -39,14 +43,15 @@ class InMemoryStore:
 
     def _count(self, *chunks: bytes) -> None:
         self._writes += 1
-        self.bytes_written += sum(len(c) for c in chunks)
+        if self.count_bytes:
+            self.bytes_written += sum(len(c) for c in chunks)
 
     def put(self, ref: StateRef, state: ActionState) -> None:
         header = encode_state(state)
-        calls = [encode_call_result(r) for r in state.call_results]
+        calls = [copy.copy(r) for r in state.call_results]
         with self._lock:
             self._entries[ref.state_key] = _Entry(ref.key, ref.seq, ref.action.name, header, calls)
-            self._count(header, *calls)
+            self._count(header, *(map(encode_call_result, calls) if self.count_bytes else ()))
 
     def get(self, ref: StateRef) -> ActionState | None:
         with self._lock:
@@ -57,19 +62,21 @@ class InMemoryStore:
                 return None
             header, calls = entry.header, list(entry.calls)
         state = decode_state(header, _loc(ref))
-        state.call_results = [decode_call_result(c, _loc(ref, i)) for i, c in enumerate(calls)]
+        state.call_results = [copy.copy(c) for c in calls]
         return state
 
     def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
-        encoded = [encode_call_result(r) for r in results]
+        copies = [copy.copy(r) for r in results]
         with self._lock:
             entry = self._entries.get(ref.state_key)
             if entry is None:
                 raise StoreError(f"no action state to add call results to [{_loc(ref, index)}]")
             if index > len(entry.calls):
                 raise StoreError(f"call index {index} leaves a gap after {len(entry.calls)} records")
-            entry.calls[index : index + len(encoded)] = encoded
-            self._count(*encoded)
+            entry.calls[index : index + len(copies)] = copies
+            self._writes += 1
+            if self.count_bytes:
+                self.bytes_written += sum(len(encode_call_result(r)) for r in copies)
 
     def truncate_call_results(self, ref: StateRef, index: int) -> None:
         with self._lock:
