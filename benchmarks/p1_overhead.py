@@ -45,8 +45,9 @@ def dbos_steps(tmp: Path, n: int) -> float | None:
         from dbos import DBOS
     except ImportError:
         return None
-    DBOS(config={"name": "p1bench", "system_database_url": f"sqlite:///{tmp / 'dbos.sqlite'}",
-                 "log_level": "WARNING", "run_admin_server": False})
+    config: Any = {"name": "p1bench", "system_database_url": f"sqlite:///{tmp / 'dbos.sqlite'}",
+              "log_level": "WARNING", "run_admin_server": False}
+    DBOS(config=config)
 
     @DBOS.step()
     def step(i: int) -> int:
@@ -73,7 +74,7 @@ def main() -> list[tuple[str, ...]]:
         sqlite_full = ours(lambda: SqliteStore(tmp / f"full-{next(counter)}.db"), N // 4)
         sqlite_normal = ours(lambda: SqliteStore(tmp / f"norm-{next(counter)}.db", synchronous="NORMAL"), N // 4)
         dbos_t = dbos_steps(tmp, N // 4)
-    rows = [("P1 per-call cost", "µs/call", "x plain", "x DBOS step")]
+    rows: list[tuple[str, ...]] = [("P1 per-call cost", "µs/call", "x plain", "x DBOS step")]
 
     def row(name: str, t: float | None) -> tuple[str, ...]:
         if t is None:

@@ -43,7 +43,7 @@ def per_call_replay(store: Any, k: int) -> float:
 
 
 def main() -> list[tuple[str, ...]]:
-    rows = [("P2 replay", "K", "µs/call", "x K=10")]
+    rows: list[tuple[str, ...]] = [("P2 replay", "K", "µs/call", "x K=10")]
     with tempfile.TemporaryDirectory() as d:
         for name, make in (("memory", lambda k: InMemoryStore()),
                            ("sqlite", lambda k: SqliteStore(Path(d) / f"r{k}.db", synchronous="OFF"))):

@@ -41,7 +41,7 @@ def main() -> list[tuple[str, ...]]:
         ex.execute(work, (i,), {})
         rewrite += whole_state_size(state)
     ours = store.bytes_written - start
-    rows = [
+    rows: list[tuple[str, ...]] = [
         ("P3 bytes for K=1000 calls", "bytes", "ratio"),
         ("delta per call (ours)", f"{ours:,}", "1"),
         ("rewrite whole state per call", f"{rewrite:,}", f"{rewrite / ours:.0f}"),

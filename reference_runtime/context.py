@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .durable import ActionExecution, DurableAwaitable
 from .events import Event
 from .memory import MemoryObject, check_action_access
 from .retry import RetryPolicy
-from .two_phase import execute_two_phase, execute_two_phase_async, is_two_phase
+from .two_phase import TwoPhaseCommit, execute_two_phase, execute_two_phase_async, is_two_phase
 
 if TYPE_CHECKING:
     from .batch import DurableCall
@@ -94,7 +94,7 @@ class RunnerContext:
         """
         check_action_access(self._owner, "durable_execute")
         if is_two_phase(func):
-            return execute_two_phase(self._execution, func, durable_id)
+            return execute_two_phase(self._execution, cast(TwoPhaseCommit, func), durable_id)
         return self._execution.execute(func, args, kwargs, reconciler=reconciler, durable_id=durable_id,
                                        retry=retry)
 
@@ -111,7 +111,7 @@ class RunnerContext:
         check_action_access(self._owner, "durable_execute_async")
         ex = self._execution
         if is_two_phase(func):
-            return DurableAwaitable(lambda: execute_two_phase_async(ex, func, durable_id))
+            return DurableAwaitable(lambda: execute_two_phase_async(ex, cast(TwoPhaseCommit, func), durable_id))
         return DurableAwaitable(
             lambda: ex.execute_async(func, args, kwargs, reconciler=reconciler, durable_id=durable_id, retry=retry)
         )

@@ -54,7 +54,8 @@ def dumps(value: Any) -> bytes:
     produce the same bytes (protocol 5); cloudpickle's Python-level pickler is the hot path's largest cost."""
     if _is_plain(value):
         return pickle.dumps(value, protocol=5)
-    return cloudpickle.dumps(value)
+    data: bytes = cloudpickle.dumps(value)
+    return data
 
 
 @dataclass(frozen=True)
