@@ -69,7 +69,7 @@ class Chained(Agent):
 
 
 class WithReconciler(Agent):
-    RECONCILED: list[str] = []  # noqa: RUF012
+    RECONCILED: list[str] = []
 
     @action(InputEvent)
     @staticmethod

@@ -198,7 +198,7 @@ def test_durable_id_overrides_function_id() -> None:
 def test_reconciler_validation_messages() -> None:
     """IDN-7: a reconciler must be callable with no arguments (Flink's exact messages)."""
     ex = execution(InMemoryStore())
-    with pytest.raises(TypeError, match="^reconciler must be callable$"):
+    with pytest.raises(TypeError, match=r"^reconciler must be callable$"):
         ex.execute(agents.step, (1,), {}, reconciler=42)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="takes no arguments"):
         ex.execute(agents.step, (1,), {}, reconciler=lambda x: x)

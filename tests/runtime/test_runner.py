@@ -90,7 +90,7 @@ def test_async_actions_let_other_keys_progress() -> None:
 
 
 class ThreadSpy(Agent):
-    threads: list[tuple[str, int]] = []  # noqa: RUF012
+    threads: list[tuple[str, int]] = []
 
     @action(InputEvent)
     @staticmethod

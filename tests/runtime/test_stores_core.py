@@ -104,7 +104,8 @@ def test_corrupt_sqlite_rows_give_located_errors_and_are_kept(tmp_path: Path) ->
     r = ref("user-7", 3)
     s.put(r, ActionState(call_results=[CallResult.succeeded("f", "d", b"1"), CallResult.succeeded("g", "d", b"2")]))
     raw = sqlite3.connect(tmp_path / "s.db")
-    raw.execute("UPDATE call_results SET body = ? WHERE idx = 1", (b'{"f":"g","d":"d","r":"!!","e":null,"s":"SUCCEEDED"}',))
+    bad_base64 = b'{"f":"g","d":"d","r":"!!","e":null,"s":"SUCCEEDED"}'
+    raw.execute("UPDATE call_results SET body = ? WHERE idx = 1", (bad_base64,))
     raw.commit()
     with pytest.raises(CorruptRecordError) as info:
         s.get(r)
