@@ -162,7 +162,8 @@ def test_async_calls_start_only_when_awaited_in_await_order() -> None:
     Lazy.LOG.clear()
     result = Runner(Lazy).run([("k", 0)])
     assert Lazy.LOG == ["created", "second", "first"]
-    assert [e.args_digest for e in result.journal][0] != [e.args_digest for e in result.journal][1]
+    first, second = result.journal
+    assert first.args_digest != second.args_digest
     assert [e.call_id.call_index for e in result.journal] == [0, 1]
 
 

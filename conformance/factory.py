@@ -1,0 +1,74 @@
+"""What a backend author hands the kit: a factory of fresh stores, optionally able to reopen one."""
+
+from __future__ import annotations
+
+import itertools
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from reference_runtime.stores.base import ActionStateStore
+
+#: Capabilities a store can declare. ``core`` is every store's baseline.
+CAPABILITIES = ("core", "restart", "concurrent_writers")
+
+
+class StoreFactory:
+    """Makes empty, isolated stores. ``reopen`` returns a new store object over the same data (a process
+    restart) or is None when the backend cannot do that; ``capabilities`` is what the backend claims."""
+
+    def __init__(
+        self,
+        new: Callable[[], ActionStateStore],
+        *,
+        reopen: Callable[[ActionStateStore], ActionStateStore] | None = None,
+        capabilities: frozenset[str] | set[str] = frozenset({"core"}),
+        name: str = "store",
+    ) -> None:
+        unknown = set(capabilities) - set(CAPABILITIES)
+        if unknown:
+            raise ValueError(f"unknown capabilities {sorted(unknown)}; known: {CAPABILITIES}")
+        self.new = new
+        self.reopen = reopen
+        self.capabilities = frozenset(capabilities) | {"core"}
+        self.name = name
+
+    def detected(self) -> frozenset[str]:
+        """Capabilities the kit can observe without trusting the declaration."""
+        found = {"core", "concurrent_writers"} if "concurrent_writers" in self.capabilities else {"core"}
+        if self.reopen is not None:
+            found.add("restart")
+        return frozenset(found)
+
+
+def factory_from_url(url: str, workdir: Path | None = None) -> StoreFactory:
+    """A factory for a store URL. ``sqlite:`` makes one file per store under ``workdir`` (or the URL's
+    directory), so every check starts from an empty store."""
+    if url == "memory:" or url == "memory":
+        from reference_runtime.stores.memory import InMemoryStore
+
+        return StoreFactory(InMemoryStore, reopen=lambda s: s, capabilities={"core", "restart",
+                                                                              "concurrent_writers"},
+                            name="memory:")
+    if url.startswith("sqlite:"):
+        from reference_runtime.stores.sqlite import SqliteStore
+
+        base = Path(url[len("sqlite:"):] or (workdir or Path(tempfile.mkdtemp(prefix="durable-certify-"))))
+        base.mkdir(parents=True, exist_ok=True)
+        counter = itertools.count()
+
+        def new() -> ActionStateStore:
+            return SqliteStore(base / f"store-{next(counter)}.db")
+
+        def reopen(store: ActionStateStore) -> ActionStateStore:
+            path = store.path  # type: ignore[attr-defined]
+            store.close()
+            return SqliteStore(path)
+
+        return StoreFactory(new, reopen=reopen, capabilities={"core", "restart", "concurrent_writers"},
+                            name=f"sqlite:{base}")
+    from reference_runtime.stores import urls
+
+    opener: Any = urls.open_store
+    return StoreFactory(lambda: opener(url), capabilities={"core"}, name=url)

@@ -1,0 +1,27 @@
+"""Dogfooding: the in-repo stores certify through the same suite a backend author uses (CONF-*)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conformance import StoreConformance, StoreFactory, factory_from_url
+
+
+class TestMemoryStore(StoreConformance):
+    @pytest.fixture(scope="session")
+    def durable_store_factory(self) -> StoreFactory:
+        return factory_from_url("memory:")
+
+
+class TestSqliteStore(StoreConformance):
+    @pytest.fixture(scope="session")
+    def durable_store_factory(self, tmp_path_factory: pytest.TempPathFactory) -> StoreFactory:
+        return factory_from_url(f"sqlite:{tmp_path_factory.mktemp('sqlite-conformance')}")
+
+
+def test_unknown_capability_is_refused(tmp_path: Path) -> None:
+    """CONF-1: a backend cannot declare a capability the kit does not know."""
+    with pytest.raises(ValueError, match="unknown capabilities"):
+        StoreFactory(lambda: None, capabilities={"teleport"})  # type: ignore[arg-type,return-value]
