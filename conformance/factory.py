@@ -67,7 +67,7 @@ def factory_from_url(url: str, workdir: Path | None = None) -> StoreFactory:
             return SqliteStore(path)
 
         return StoreFactory(new, reopen=reopen, capabilities={"core", "restart", "concurrent_writers"},
-                            name=f"sqlite:{base}")
+                            name="sqlite:")
     from reference_runtime.stores import urls
 
     opener: Any = urls.open_store

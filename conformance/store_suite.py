@@ -227,7 +227,7 @@ class ModelConformance:
         from .model import make_machine
 
         machine = make_machine(durable_store_factory)
-        run_state_machine_as_test(machine, settings=machine.TestCase.settings)
+        run_state_machine_as_test(machine, settings=machine.TestCase.settings)  # type: ignore[no-untyped-call]
 
 
 class StoreConformance(_StoreChecks, ModelConformance):

@@ -53,6 +53,8 @@ class JournalEntry:
     args_digest: str
     outcome: Literal["ok", "error"]
     source: Source
+    attempt: int = 0
+    """How many failovers preceded this execution attempt (stamped by the runner)."""
 
 
 class ResultEncodeError(DurableError):

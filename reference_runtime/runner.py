@@ -9,6 +9,7 @@ checkpoint offset has been fully processed.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import os
 import threading
@@ -292,7 +293,7 @@ class Runner:
                 f"action raised {type(exc).__name__}: {exc}", Location(ref.key, ref.seq, spec.name)
             ) from exc
         finally:
-            self.journal.extend(execution.journal)
+            self.journal.extend(dataclasses.replace(e, attempt=self.failovers) for e in execution.journal)
         self._reach(Phase.BEFORE_COMPLETE, ref.key, ref.seq, spec.name)
         state.short_term_memory_updates = stm_view.log
         state.sensory_memory_updates = sens_view.log
