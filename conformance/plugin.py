@@ -116,7 +116,8 @@ def levels(results: list[dict[str, Any]]) -> tuple[str, dict[str, dict[str, Any]
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    results = sorted(config.stash[_RESULTS] if _RESULTS in config.stash else [], key=lambda r: r["nodeid"])
+    stored: list[dict[str, Any]] = config.stash.get(_RESULTS, [])
+    results = sorted(stored, key=lambda r: r["nodeid"])
     if not results:
         return
     tr = terminalreporter
