@@ -105,3 +105,19 @@ class StoreError(DurableError):
 
 class StoreUrlError(StoreError):
     """A store URL is malformed or names an unknown scheme."""
+
+
+class WireFormatError(CorruptRecordError):
+    """Bytes in the Java wire format cannot be read. ``path`` is the JSON path (``$.callResults[2].status``)
+    and ``offset`` the byte offset inside a Kryo payload or JSON document, where known."""
+
+    def __init__(self, message: str, *, path: str = "$", offset: int | None = None,
+                 location: Location | None = None) -> None:
+        self.path = path
+        self.offset = offset
+        where = path + (f" @ offset {offset}" if offset is not None else "")
+        super().__init__(f"{message} at {where}", location)
+
+
+class KryoDecodeError(WireFormatError):
+    """A memory-value payload is not a Kryo encoding of a value type memory admits."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import math
 import uuid
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 from urllib.parse import quote
 
@@ -78,6 +78,16 @@ def java_double(x: float) -> str:
     assert isinstance(exp, int)
     ds = "".join(map(str, digits)).rstrip("0") or "0"
     exp += len("".join(map(str, digits))) - len(ds)
+    if len(ds) == 1:
+        # JDK 19+ never prints one significant digit: among two-digit decimals that still read back as x
+        # it takes the one closest to x (Double.MIN_VALUE is 4.9E-324, not 5.0E-324).
+        exact = Decimal(x)
+        two = exact.quantize(Decimal(1).scaleb(exact.adjusted() - 1), rounding=ROUND_HALF_EVEN)
+        if float(two) == x:
+            _s, tdigits, texp = two.as_tuple()
+            assert isinstance(texp, int)
+            ds = "".join(map(str, tdigits)).rstrip("0") or "0"
+            exp = texp + len(tdigits) - len(ds)
     sci = len(ds) + exp - 1  # exponent of the leading digit
     prefix = "-" if sign else ""
     if 1e-3 <= abs(x) < 1e7:

@@ -58,7 +58,8 @@ class Router(Agent):
 
 
 def test_actions_are_triggered_by_event_type_and_events_flow_within_a_run() -> None:
-    """RUN-2/RUN-3: events sent by an action trigger every action listening to their type, in order."""
+    """RUN-2, RUN-3, RUN-4: events sent by an action trigger every action listening to their type, in order;
+    output events are collected per key."""
     result = Runner(Router).run([("k", 0)])
     assert result.outputs == {"k": ["both:left", "both:right", "right-only"]}
     assert [e.action for e in result.emitted] == ["both", "both", "only_right"]
