@@ -50,6 +50,8 @@ def _event(raw: Any, path: str, location: Location | None) -> Event:
     if not isinstance(raw, dict):
         raise _fail("expected an event object", path, location)
     cls = raw.get("@class")
+    if not isinstance(cls, str):
+        raise _fail("event has no @class type id", f"{path}.@class", location)
     if cls == PYTHON_EVENT:
         text = raw.get("eventJsonStr")
         if not isinstance(text, str):
@@ -61,15 +63,23 @@ def _event(raw: Any, path: str, location: Location | None) -> Event:
             raise _fail(f"eventJsonStr is not JSON: {exc.reason}", f"{path}.eventJsonStr", location) from None
         if not isinstance(body, dict):
             raise _fail("eventJsonStr is not an object", f"{path}.eventJsonStr", location)
-        event_type = str(body.get("eventType") or raw.get("eventType") or "")
-        attributes = dict(body.get("attributes") or {})
+        event_type = body.get("eventType") or raw.get("eventType") or ""
+        if not isinstance(event_type, str):
+            raise _fail("eventType must be a string", f"{path}.eventType", location)
+        attributes = body.get("attributes") or {}
+        if not isinstance(attributes, dict):
+            raise _fail("attributes must be an object", f"{path}.eventJsonStr.attributes", location)
+        attributes = dict(attributes)
         attributes.update({k: v for k, v in body.items() if k not in ("id", "eventType", "attributes")})
         return Event(_PYTHON_TYPES.get(event_type, event_type or "_unknown_event"), attributes,
                      id=_uuid(body.get("id", raw.get("id")), f"{path}.eventJsonStr.id", location),
                      java_class=cls)
     if cls not in EVENT_CLASSES:
         raise _fail(f"@class {cls!r} is not an event class 0.2.0 wrote", f"{path}.@class", location)
-    attributes = dict(raw.get("attributes") or {})
+    attributes = raw.get("attributes") or {}
+    if not isinstance(attributes, dict):
+        raise _fail("attributes must be an object", f"{path}.attributes", location)
+    attributes = dict(attributes)
     if cls == INPUT_EVENT:
         attributes.setdefault("input", raw.get("input"))
         event_type = "_input_event"
@@ -77,8 +87,24 @@ def _event(raw: Any, path: str, location: Location | None) -> Event:
         attributes.setdefault("output", raw.get("output"))
         event_type = "_output_event"
     else:
-        event_type = str(raw.get("type") or "_unknown_event")
+        event_type = _text(raw.get("type"), f"{path}.type", location) or "_unknown_event"
     return Event(event_type, attributes, id=_uuid(raw.get("id"), f"{path}.id", location), java_class=cls)
+
+
+def _list(raw: Any, path: str, location: Location | None) -> list[Any]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise _fail("expected an array", path, location)
+    return raw
+
+
+def _text(raw: Any, path: str, location: Location | None) -> str:
+    if raw is None:
+        return ""
+    if not isinstance(raw, str):
+        raise _fail("expected a string", path, location)
+    return raw
 
 
 def _payload(raw: Any, path: str, location: Location | None) -> bytes | None:
@@ -94,7 +120,11 @@ def _payload(raw: Any, path: str, location: Location | None) -> bytes | None:
 
 def read_legacy_020(data: bytes | str, *, location: Location | None = None) -> ActionState:
     """Read a 0.2.0 record into the runtime model (see the module docstring for what each part becomes)."""
-    raw = loads(data)
+    try:
+        raw = loads(data)
+    except WireFormatError as exc:
+        raise WireFormatError(exc.reason.rsplit(" at ", 1)[0], path=exc.path, offset=exc.offset,
+                              location=location) from None
     if not isinstance(raw, dict):
         raise _fail("expected an ActionState object", "$", location)
     for name in raw:
@@ -105,18 +135,19 @@ def read_legacy_020(data: bytes | str, *, location: Location | None = None) -> A
         state.task_event = _event(raw["taskEvent"], "$.taskEvent", location)
     for name, target in (("sensoryMemoryUpdates", state.sensory_memory_updates),
                          ("shortTermMemoryUpdates", state.short_term_memory_updates)):
-        for i, u in enumerate(raw.get(name) or []):
+        for i, u in enumerate(_list(raw.get(name), f"$.{name}", location)):
             if not isinstance(u, dict):
                 raise _fail("expected a memory update object", f"$.{name}[{i}]", location)
-            target.append(MemoryUpdate(str(u.get("path") or ""), u.get("value")))
+            target.append(MemoryUpdate(_text(u.get("path"), f"$.{name}[{i}].path", location), u.get("value")))
     state.output_events = [_event(e, f"$.outputEvents[{i}]", location)
-                           for i, e in enumerate(raw.get("outputEvents") or [])]
-    for i, c in enumerate(raw.get("callResults") or []):
+                           for i, e in enumerate(_list(raw.get("outputEvents"), "$.outputEvents", location))]
+    for i, c in enumerate(_list(raw.get("callResults"), "$.callResults", location)):
         path = f"$.callResults[{i}]"
         if not isinstance(c, dict):
             raise _fail("expected a call result object", path, location)
         state.call_results.append(CallResult(
-            str(c.get("functionId") or ""), str(c.get("argsDigest") or ""),
+            _text(c.get("functionId"), f"{path}.functionId", location),
+            _text(c.get("argsDigest"), f"{path}.argsDigest", location),
             _payload(c.get("resultPayload"), f"{path}.resultPayload", location),
             _payload(c.get("exceptionPayload"), f"{path}.exceptionPayload", location), None))
     return state

@@ -50,8 +50,8 @@ def test_crash_at_every_fault_point_recovers_to_the_crash_free_result(
     agent: type[Agent], store_kind: str, checkpoint_every: int | None, tmp_path: Path
 ) -> None:
     """REC-1, REC-2, REC-3, REC-5, REC-6: for every point reached, a crash there and a recovery give the
-    crash-free outputs and memory; no call whose record was persisted runs again; a call crashed after its effect runs at most
-    once more (never, with a reconciler); no output is emitted twice."""
+    crash-free outputs and memory; no call whose record was persisted runs again; a call crashed after its
+    effect runs at most once more (never, with a reconciler); no output is emitted twice."""
     baseline, trace = crash_free(agent, store_kind, tmp_path, checkpoint_every)
     clean_effects = dict(agents.EFFECTS)
     assert trace, "the agent reached no fault point"
