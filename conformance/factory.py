@@ -68,7 +68,18 @@ def factory_from_url(url: str, workdir: Path | None = None) -> StoreFactory:
 
         return StoreFactory(new, reopen=reopen, capabilities={"core", "restart", "concurrent_writers"},
                             name="sqlite:")
-    from reference_runtime.stores import urls
+    from reference_runtime.stores.urls import open_store, parse_store_url
 
-    opener: Any = urls.open_store
-    return StoreFactory(lambda: opener(url), capabilities={"core"}, name=url)
+    parsed = parse_store_url(url)
+
+    def fresh() -> ActionStateStore:
+        return open_store(url, isolated=True)
+
+    def reopen_same(store: ActionStateStore) -> ActionStateStore:
+        # A new client over the same namespace/topic, rebuilt from the start: a process restart.
+        again = store.reopen()  # type: ignore[attr-defined]
+        assert isinstance(again, ActionStateStore)
+        return again
+
+    caps = {"core", "restart"} | ({"concurrent_writers"} if parsed.scheme == "redis" else set())
+    return StoreFactory(fresh, reopen=reopen_same, capabilities=caps, name=f"{parsed.scheme}:")

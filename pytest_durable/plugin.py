@@ -66,9 +66,10 @@ class DurableHarness:
             base = self._tmp.mktemp("durable")
             counter = iter(range(10**9))
             return lambda: SqliteStore(base / f"{next(counter)}.db")
-        from reference_runtime.stores.urls import open_store  # type: ignore[import-not-found,unused-ignore]
+        from reference_runtime.stores.urls import open_store
 
-        return lambda: open_store(self.url)  # type: ignore[no-any-return,unused-ignore]
+        # Servers are shared between tests and xdist workers: each store gets its own namespace or topic.
+        return lambda: open_store(self.url, isolated=True)
 
     def run(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, crash_at: Sequence[str] = (),
             **options: Any) -> RunResult:

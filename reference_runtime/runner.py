@@ -117,7 +117,8 @@ class Runner:
         self.checkpoint_every = checkpoint_every
         self.reopen_store = reopen_store
         self.clock: Clock = clock or SystemClock()
-        self.async_threads = async_threads or int(self.config.get("num-async-threads", os.cpu_count() or 2))
+        # Durable work is mostly I/O-bound; the pool must not be what caps tool-call.parallelism.
+        self.async_threads = async_threads or int(self.config.get("num-async-threads", 32))
         self.actions: list[ActionSpec] = agent.actions() + agent.builtin_actions()
         self._by_type: dict[str, list[ActionSpec]] = {}
         for spec in self.actions:

@@ -74,7 +74,7 @@ def start_tansu() -> tuple[str, Callable[[], None]] | None:
     for _attempt in range(3):  # a free port can be taken between picking and binding it
         port = _free_port()
         bootstrap = f"127.0.0.1:{port}"
-        log = tempfile.TemporaryFile()
+        log = tempfile.TemporaryFile()  # noqa: SIM115 - outlives this function, closed by stop()
         proc = subprocess.Popen(
             [str(binary), "broker", "--listener-url", f"tcp://{bootstrap}",
              "--advertised-listener-url", f"tcp://{bootstrap}", "--storage-engine", "memory://tansu/"],
