@@ -6,7 +6,6 @@ import itertools
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from reference_runtime.stores.base import ActionStateStore
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
-import os
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence

@@ -173,7 +173,7 @@ def test_pending_slots_are_reconciled_not_rerun() -> None:
     result = run(Reconciled, [1, 2, 3], CrashAt(Phase.AFTER_EFFECT, call_index=1))
     assert result.outputs == {"k": [[100, 200, 300]]}
     assert Reconciled.RECONCILED == [2, 3]  # slot 1 was in flight, slot 2 never finished either
-    assert RUNS == Counter({0: 1, 1: 1})
+    assert Counter({0: 1, 1: 1}) == RUNS
 
 
 class Probe(Agent):
@@ -218,14 +218,14 @@ def test_first_mismatch_truncates_and_the_rest_reexecute(caplog: pytest.LogCaptu
     replay and it and everything after run again (lenient mode warns with the index)."""
     reset()
     Probe.SHIFT.clear()
-    runner, store = crashed_before_complete(3, **{"tool-call.parallelism": 1})
-    assert RUNS == Counter({0: 1, 1: 1, 2: 1})
+    runner, _store = crashed_before_complete(3, **{"tool-call.parallelism": 1})
+    assert Counter({0: 1, 1: 1, 2: 1}) == RUNS
     RUNS.clear()
     Probe.SHIFT[1] = 10  # the code changed: slot 1 now gets other arguments
     runner.fail_over()
     runner.injector = None
     runner.process()
-    assert RUNS == Counter({1: 1, 2: 1})
+    assert Counter({1: 1, 2: 1}) == RUNS
     assert [o.value for o in Probe.SEEN] == [0, 1100, 200]
     assert "index 1" in caplog.text
 
