@@ -136,11 +136,11 @@ def _plan(ex: ActionExecution, base: int, calls: list[DurableCall]) -> list[_Slo
 
 
 def _finalize(ex: ActionExecution, slot: _Slot, outcome: Outcome) -> None:
+    slot.outcome = outcome
+    ex.journal.append(_entry(ex, slot, "reconciled" if slot.plan == "reconcile" else "executed"))
     ex.fault(Phase.AFTER_EFFECT, slot.index, slot.fid)
     ex.write(slot.index, [ex.encode(slot.fid, slot.digest, outcome, slot.index)])
     ex.fault(Phase.AFTER_RECORD, slot.index, slot.fid)
-    slot.outcome = outcome
-    ex.journal.append(_entry(ex, slot, "reconciled" if slot.plan == "reconcile" else "executed"))
 
 
 def _entry(ex: ActionExecution, slot: _Slot, source: Source) -> Any:

@@ -53,8 +53,10 @@ async def tool_call_action(event: Event, ctx: RunnerContext, tools: Mapping[str,
     success: dict[str, bool] = {}
     error: dict[str, str | None] = {}
     calls: list[tuple[str, DurableCall]] = []
+    order: list[str] = []
     for tc in request.attributes.get("tool_calls") or []:
         call_id = str(tc.get("id"))
+        order.append(call_id)
         fn = tc.get("function") or {}
         name = fn.get("name")
         tool = tools.get(name) if isinstance(name, str) else None
@@ -87,7 +89,9 @@ async def tool_call_action(event: Event, ctx: RunnerContext, tools: Mapping[str,
         responses[call_id] = outcome.value
         success[call_id] = outcome.is_success()
         error[call_id] = None if outcome.error is None else f"{type(outcome.error).__name__}: {outcome.error}"
-    ctx.send_event(ToolResponseEvent(str(request.id), responses, {}, success, error))
+    # Answers follow the request's order, whether a call was answered inline or ran as a tool.
+    ctx.send_event(ToolResponseEvent(str(request.id), {i: responses[i] for i in order}, {},
+                                     {i: success[i] for i in order}, {i: error[i] for i in order}))
 
 
 def _ask(model: ChatModel, messages: list[dict[str, Any]]) -> dict[str, Any]:

@@ -254,14 +254,15 @@ class ActionExecution:
 
     def finish(self, i: int, fid: str, digest: str, outcome: Outcome, source: Source,
                *, persist: bool = True) -> Any:
+        # Journaled before the fault points: the call ran even if the process dies before its record lands.
+        self.journal.append(
+            JournalEntry(self.call_id(i), fid, digest, "error" if outcome.error else "ok", source)
+        )
         if persist:
             self.fault(Phase.AFTER_EFFECT, i, fid)
             self.write(i, [self.encode(fid, digest, outcome, i)])
             self.fault(Phase.AFTER_RECORD, i, fid)
         self.index = i + 1
-        self.journal.append(
-            JournalEntry(self.call_id(i), fid, digest, "error" if outcome.error else "ok", source)
-        )
         return outcome.unwrap()
 
     # -- the asynchronous path ---------------------------------------------------------------------

@@ -100,15 +100,15 @@ def run(agent: type[Agent], args: list[int], crash: CrashAt | None = None, **con
 
 
 def test_outcomes_come_back_in_input_order_whatever_the_completion_order() -> None:
-    """BAT-1, BAT-3: slot i holds call i; a failing call is a failure outcome, not an action failure."""
+    """BAT-1, BAT-4: slot i holds call i; a failing call is a failure outcome, not an action failure."""
     reset({0: 0.15, 1: 0.0, 2: 0.05})
     result = run(Batch, [0, 1, 2, -3])
     assert result.outputs == {"k": [[0, 100, 200, "error: tool -3 failed"]]}
-    assert not any(name.startswith("MainThread") for name in THREADS), "BAT-4: work never runs on the runner thread"
+    assert not any(name.startswith("MainThread") for name in THREADS), "BAT-3: work never runs on the runner thread"
 
 
 def test_the_window_caps_concurrency_at_the_configured_parallelism() -> None:
-    """BAT-4: at most tool-call.parallelism calls run at once."""
+    """BAT-3: at most tool-call.parallelism calls run at once."""
     reset({i: 0.05 for i in range(8)})
     run(Batch, list(range(8)), **{"tool-call.parallelism": 3})
     assert ACTIVE["max"] == 3
@@ -233,7 +233,7 @@ def test_first_mismatch_truncates_and_the_rest_reexecute(caplog: pytest.LogCaptu
 @settings(max_examples=15, deadline=None)
 @given(st.permutations([0.0, 0.01, 0.02, 0.03]))
 def test_completion_order_does_not_change_the_records(delays: list[float]) -> None:
-    """BAT-3: whatever order calls finish in, the persisted records are the same."""
+    """BAT-4: whatever order calls finish in, the persisted records are the same."""
     reset(dict(enumerate(delays)))
     store = InMemoryStore()
     runner = Runner(Batch, store, injector=FaultInjector([CrashAt(Phase.BEFORE_COMPLETE)]))
