@@ -2,10 +2,11 @@
 
 Each tool shows one technique:
 
-* ``send_email`` (a tool the model calls) uses the **idempotency call id** (``current_call().idempotency_key``): the outbox table has
-  it as primary key, so a re-executed call inserts nothing new.
-* ``reserve_seat`` (called by the action) uses a **reconciler**: if a crash leaves the call PENDING, recovery asks the table whether
-  the reservation exists instead of reserving again.
+* ``send_email`` (a tool the model calls) uses the **idempotency call id**
+  (``current_call().idempotency_key``): the outbox table has it as primary key, so a re-executed call inserts
+  nothing new.
+* ``reserve_seat`` (called by the action) uses a **reconciler**: if a crash leaves the call PENDING, recovery
+  asks the table whether the reservation exists instead of reserving again.
 * ``ChargeCard`` is a **two-phase commit**: prepare stages a payment row, commit flips it to visible; the
   runtime records prepare before commit and commits exactly once after any crash.
 
@@ -134,7 +135,7 @@ class TravelAgent(Agent):
 def count_rows(path: str) -> dict[str, int]:
     DB["path"] = path
     with _db() as conn:
-        rows = {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]  # noqa: S608 - fixed table names
+        rows = {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
                 for t in ("outbox", "seats", "payments")}
         rows["committed"] = conn.execute("SELECT COUNT(*) FROM payments WHERE state = 'committed'").fetchone()[0]
     return rows
