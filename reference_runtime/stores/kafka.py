@@ -258,6 +258,8 @@ class KafkaStore:
         #: state key -> every non-tombstoned Kafka key of that state in the log -> partition.
         self._log_keys: dict[str, dict[str, int]] = {}
         self._last_error: str | None = None
+        #: End offset per partition known from this object's own deliveries and replays.
+        self._ends: dict[int, int] = {}
         self._closed = False
         try:
             import confluent_kafka
@@ -292,6 +294,7 @@ class KafkaStore:
             "enable.auto.offset.store": False,
             "auto.offset.reset": "earliest",
             "enable.partition.eof": True,
+            "fetch.wait.max.ms": 10,
         })
 
     @classmethod
@@ -340,7 +343,7 @@ class KafkaStore:
                 self.compacted = config is not None
                 return
             except Exception as exc:
-                err = exc.args[0] if exc.args else None
+                err: Any = exc.args[0] if exc.args else None
                 code = err.code() if hasattr(err, "code") else None
                 if code == self._ck.KafkaError.TOPIC_ALREADY_EXISTS:
                     return  # created concurrently (another process or worker)
@@ -365,6 +368,8 @@ class KafkaStore:
         def delivered(err: Any, msg: Any) -> None:
             if err is not None:
                 failures.append(f"{msg.key()!r}: {err}")
+            else:
+                self._ends[msg.partition()] = max(self._ends.get(msg.partition(), 0), msg.offset() + 1)
 
         try:
             for kkey, value, partition, headers in records:
@@ -478,14 +483,17 @@ class KafkaStore:
     # -- recovery --------------------------------------------------------------------------------------
 
     def _watermarks(self) -> dict[int, tuple[int, int]]:
+        """(log start, end) offsets per partition as ListOffsets reports them; Tansu 0.6 can report an end
+        below the true one (the last batch's base offset + 1), never above it, and never equal to the start
+        of a non-empty partition."""
         out: dict[int, tuple[int, int]] = {}
         for p in range(self._npart):
             tp = self._ck.TopicPartition(self.topic, p)
             try:
                 low, high = self._consumer.get_watermark_offsets(tp, timeout=self.timeout, cached=False)
             except Exception as exc:
-                raise self._fail(f"cannot read the offsets of partition {p}", exc) from exc
-            out[p] = (int(low), int(high))
+                raise self._fail(f"cannot read the end offset of partition {p}", exc) from exc
+            out[p] = (int(low), max(int(high), self._ends.get(p, 0)))
         return out
 
     def get_recovery_marker(self) -> RecoveryMarker:
@@ -494,9 +502,11 @@ class KafkaStore:
                 self._producer.flush(self.timeout)
             except self._ck.KafkaException as exc:
                 raise self._fail("flush failed", exc) from exc
-            return {"offsets": {str(p): high for p, (_low, high) in self._watermarks().items()}}
+            return {"offsets": {str(p): end for p, (_low, end) in self._watermarks().items()}}
 
-    def _check_markers(self, markers: Sequence[RecoveryMarker], ends: dict[int, tuple[int, int]]) -> None:
+    def _marker_offsets(self, markers: Sequence[RecoveryMarker]) -> dict[int, int]:
+        """The minimum offset per partition over ``markers`` (KSTORE-4)."""
+        low: dict[int, int] = {}
         for marker in markers:
             offsets = marker.get("offsets") if isinstance(marker, dict) else None
             if not isinstance(offsets, dict):
@@ -506,49 +516,52 @@ class KafkaStore:
                     p, offset = int(p_raw), int(off)
                 except (TypeError, ValueError) as exc:
                     raise StoreError(f"Kafka store {self.url}: unreadable recovery marker {marker!r}") from exc
-                if p not in ends:
-                    raise StoreError(f"Kafka store {self.url}: recovery marker names partition {p}, "
-                                     f"the topic has {self._npart}")
-                if offset > ends[p][1]:
-                    raise StoreError(f"Kafka store {self.url}: recovery marker offset {offset} of partition {p} "
-                                     f"is past its end {ends[p][1]}; the topic lost records")
+                if not 0 <= p < self._npart or offset < 0:
+                    raise StoreError(f"Kafka store {self.url}: recovery marker names partition {p} offset "
+                                     f"{offset}; the topic has {self._npart} partitions")
+                low[p] = min(offset, low.get(p, offset))
+        return low
 
-    def _replay(self, ends: dict[int, tuple[int, int]],
-                apply: Callable[[Any], None]) -> None:
-        pending = {p: high for p, (low, high) in ends.items() if high > low}
+    def _replay(self, apply: Callable[[Any], None]) -> dict[int, int]:
+        """Feed every record of every partition, in offset order, to ``apply``; return the end offsets.
+
+        A partition is done at its end-of-partition event, whose offset is the high watermark of the fetch
+        (Tansu 0.6 answers ListOffsets with the last batch's base offset + 1, so that is only a lower bound).
+        """
+        marks = self._watermarks()
+        ends = {p: high for p, (low, high) in marks.items() if high <= low}  # empty partitions
+        pending = {p for p in marks if p not in ends}
         if not pending:
-            return
-        tps = [self._ck.TopicPartition(self.topic, p, self._ck.OFFSET_BEGINNING) for p in sorted(pending)]
-        self._consumer.assign(tps)
+            return ends
+        self._consumer.assign([self._ck.TopicPartition(self.topic, p, marks[p][0]) for p in sorted(pending)])
         try:
             deadline = time.monotonic() + self.timeout
             while pending:
                 if time.monotonic() > deadline:
                     raise self._fail("replay stalled", f"no progress for {self.timeout}s on partitions "
                                      f"{sorted(pending)} (last client error: {self._last_error})")
-                batch: list[Any] = self._consumer.consume(num_messages=1000, timeout=0.2)
+                batch: list[Any] = self._consumer.consume(num_messages=1000, timeout=0.01)
                 for msg in batch:
                     p = msg.partition()
                     err: Any = msg.error()
                     if err is not None:
                         if err.code() == self._ck.KafkaError._PARTITION_EOF:
-                            if p in pending and msg.offset() >= pending[p]:
-                                del pending[p]
+                            if p in pending and msg.offset() >= marks[p][1]:
+                                pending.discard(p)
+                                ends[p] = msg.offset()
                             continue
                         raise self._fail("replay failed", err)
-                    if p not in pending or msg.offset() >= pending[p]:
+                    if p not in pending:
                         continue
                     deadline = time.monotonic() + self.timeout
                     apply(msg)
-                    if msg.offset() + 1 >= pending[p]:
-                        del pending[p]
         finally:
             self._consumer.unassign()
+        return ends
 
     def rebuild_state(self, markers: Sequence[RecoveryMarker]) -> None:
         with self._lock:
-            ends = self._watermarks()
-            self._check_markers(markers, ends)
+            marked = self._marker_offsets(markers)
             states: dict[str, _Replayed] = {}
             log_keys: dict[str, dict[str, int]] = {}
             bad_keys: list[str] = []
@@ -599,7 +612,11 @@ class KafkaStore:
                     for i in [i for i in state.slots if i >= int(text)]:
                         del state.slots[i]
 
-            self._replay(ends, apply)
+            ends = self._replay(apply)
+            lost = {p: off for p, off in marked.items() if off > ends.get(p, 0)}
+            if lost:
+                raise StoreError(f"Kafka store {self.url}: recovery marker offsets {lost} are past the end of "
+                                 f"the log {ends}; the topic lost records (deleted or recreated?)")
             if bad_keys:
                 raise CorruptRecordError(f"Kafka store {self.url}: records with unknown keys: "
                                          f"{', '.join(bad_keys[:5])}")
@@ -612,6 +629,7 @@ class KafkaStore:
                 entries[sk] = _Entry(st.key, st.seq, st.action, st.header, calls, problem)
             self._entries = entries
             self._log_keys = log_keys
+            self._ends = ends
             # Finish deletions a crash interrupted: delta keys whose state has no live S record.
             orphans = [sk for sk, keys in log_keys.items() if sk not in entries and keys]
             if orphans:
