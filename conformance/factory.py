@@ -78,7 +78,8 @@ def factory_from_url(url: str, workdir: Path | None = None) -> StoreFactory:
         # A new client over the same namespace/topic, rebuilt from the start: a process restart.
         again = store.reopen()  # type: ignore[attr-defined]
         assert isinstance(again, ActionStateStore)
+        store.close()
         return again
 
-    caps = {"core", "restart"} | ({"concurrent_writers"} if parsed.scheme == "redis" else set())
+    caps = {"core", "restart", "concurrent_writers"}
     return StoreFactory(fresh, reopen=reopen_same, capabilities=caps, name=f"{parsed.scheme}:")

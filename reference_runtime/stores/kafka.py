@@ -8,8 +8,9 @@ Read path
     ``get``. Kafka is the write-ahead log the cache is rebuilt from after a restart (``rebuild_state``).
 
 Record layout (KSTORE-3)
-    Every record is keyed by the state key and goes to partition ``crc32(business key) % partitions``, given
-    explicitly, so all records of a business key sit in one partition in write order. Call results are
+    Every record is keyed by its state key (behind a one-letter record kind) and goes to partition
+    ``crc32(business key) % partitions``, given explicitly, so all records of a business key sit in one
+    partition in write order. Flink Agents writes the whole ``ActionState`` per record; here call results are
     written as deltas, one record per call result (STORE-5, benchmark P3), never as a whole-state rewrite:
 
     ``S|{state_key}``
@@ -35,9 +36,11 @@ Record layout (KSTORE-3)
     Replay applies records in offset order per partition: ``S`` resets a state, ``C`` sets one slot of a live
     state (a ``C`` before the latest ``S`` is superseded by it), ``T`` drops slots from its length on. Only the
     latest record per Kafka key matters to that result, so it is the same before and after log compaction.
-    Slots that do not form a gap-free prefix, unreadable frames and unknown record keys are corruption: the
-    state's ``get`` raises :class:`~reference_runtime.errors.CorruptRecordError` naming key, seq, action (and
-    call index) and deletes nothing (STORE-9); other states stay readable.
+    Slots that do not form a gap-free prefix and unreadable frames, headers or call results are corruption:
+    that state's ``get`` raises :class:`~reference_runtime.errors.CorruptRecordError` naming key, seq, action
+    (and call index) and deletes nothing (STORE-9); other states stay readable. A record whose Kafka key is
+    none of the above cannot be attributed to a state: ``rebuild_state`` raises ``CorruptRecordError`` naming
+    it (partition and offset) and keeps the previous cache.
 
 Writes (KSTORE-3)
     Each store write produces its records and calls ``producer.flush(timeout)`` before returning; a record
@@ -47,15 +50,22 @@ Writes (KSTORE-3)
     runner treats the error as a task failure and recovers through ``rebuild_state``, which reads the log.
 
 Recovery (KSTORE-4, STORE-6)
-    ``get_recovery_marker()`` flushes and returns ``{"offsets": {"<partition>": end offset}}``, the broker's
-    high watermarks. ``rebuild_state(markers)`` clears the cache and replays every partition from its log
-    start up to the current end offsets, with a group-less ``assign()`` consumer (``enable.auto.commit=false``,
-    ``auto.offset.reset=earliest``; nothing is committed, no consumer group is joined). The log start is at or
-    before the minimum marker offset KSTORE-4 asks for; replaying from it is needed because a delta after a
-    marker can update a header written before it, and compaction keeps that replay as short as the live
-    state. A marker offset past the current end of its partition means the topic lost records (it was
-    deleted or recreated): that raises :class:`StoreError` rather than silently forgetting states. A new
-    :class:`KafkaStore` over the same topic sees everything after ``rebuild_state([])``: that is a restart.
+    ``get_recovery_marker()`` flushes and returns ``{"offsets": {"<partition>": end offset}}``: the broker's
+    end offset per partition (ListOffsets), raised to the end this object has itself seen acknowledged.
+    ``rebuild_state(markers)`` clears the cache and replays every partition from its log start to its end
+    with a group-less ``assign()`` consumer (``enable.auto.commit=false``, ``auto.offset.reset=earliest``;
+    nothing is committed, no consumer group is joined); a partition is done at its end-of-partition event,
+    whose offset is the fetch's high watermark. The log start is at or before the minimum marker offset
+    KSTORE-4 asks to replay from; starting there is needed because a delta after a marker can update a header
+    written before it, and compaction keeps that replay as short as the live state. A marker offset past the
+    end of its partition means the topic lost records (deleted or recreated): :class:`StoreError`, never a
+    silent loss. A new :class:`KafkaStore` over the same topic sees everything after ``rebuild_state([])``:
+    that is how a restart works.
+
+    Tansu 0.6 (the broker the tests run) answers ListOffsets(latest) with the base offset of the partition's
+    last record batch + 1, which is below the true end when that batch holds several records. The store
+    therefore never bounds a replay by ListOffsets (only by the end-of-partition event) and takes the maximum
+    with offsets it saw delivered; a marker from a fresh object can be low, which only means "replay more".
 
 Topic
     Created if missing with ``cleanup.policy=compact`` and ``partitions`` partitions; if the broker refuses
@@ -65,7 +75,8 @@ Topic
 Failures (KSTORE-6, KSTORE-7)
     A malformed URL raises :class:`StoreUrlError` naming it. An unreachable broker raises :class:`StoreError`
     naming the URL and the cause within ``timeout`` seconds (a refused TCP connection fails at once; metadata
-    requests are bounded by ``timeout``); the store never hangs.
+    requests are bounded by ``timeout``). Writes fail after ``timeout`` without an acknowledgement, and a
+    replay that makes no progress for ``timeout`` seconds fails too; the store never hangs.
 
 One store object per topic writes at a time (as one Flink subtask owns its partitions); the object itself is
 thread-safe.
@@ -124,8 +135,9 @@ class _Entry:
     #: Deferred corruption found while replaying: (reason, call index); ``get`` raises it.
     problem: tuple[str, int | None] | None = None
 
-    def matches(self, key: str) -> bool:
-        return self.key == key and self.seq is not None
+    def seq_of(self, key: str) -> int | None:
+        """This state's seq if it belongs to business key ``key`` (unreadable states may not know theirs)."""
+        return self.seq if self.key == key else None
 
 
 @dataclass
@@ -305,6 +317,15 @@ class KafkaStore:
             options["timeout"] = timeout
         return cls(bootstrap, topic, **options)
 
+    def reopen(self) -> KafkaStore:
+        """A new store object over the same broker and topic, rebuilt from the log (a process restart).
+
+        The old object stays open; close it yourself once it is no longer needed.
+        """
+        again = KafkaStore(self.bootstrap, self.topic, partitions=self._npart, timeout=self.timeout)
+        again.rebuild_state([])
+        return again
+
     # -- connection ------------------------------------------------------------------------------------
 
     def _on_error(self, err: Any) -> None:
@@ -464,8 +485,8 @@ class KafkaStore:
         with self._lock:
             entry = self._entries.get(ref.state_key)
             if entry is None:
-                self._delete([sk for sk, e in self._entries.items() if e.matches(ref.key)
-                              and e.seq is not None and e.seq > ref.seq])
+                self._delete([sk for sk, e in self._entries.items()
+                              if (seq := e.seq_of(ref.key)) is not None and seq > ref.seq])
                 return None
             if entry.problem is not None:
                 reason, at = entry.problem
@@ -478,7 +499,7 @@ class KafkaStore:
     def prune_state(self, key: str, seq: int) -> None:
         with self._lock:
             self._delete([sk for sk, e in self._entries.items()
-                          if e.matches(key) and e.seq is not None and e.seq <= seq])
+                          if (found := e.seq_of(key)) is not None and found <= seq])
 
     # -- recovery --------------------------------------------------------------------------------------
 

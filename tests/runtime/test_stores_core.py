@@ -138,7 +138,7 @@ WRITER = textwrap.dedent(
 
 
 def test_sqlite_store_survives_a_process_killed_mid_write(tmp_path: Path) -> None:
-    """STORE-7: SIGKILL during a stream of writes leaves every committed state readable and whole."""
+    """STORE-7, KSTORE-1: SIGKILL during a stream of writes leaves every committed state readable and whole."""
     db = tmp_path / "killed.db"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     proc = subprocess.Popen([sys.executable, "-c", WRITER, str(db)], stdout=subprocess.PIPE, env=env)
