@@ -1,101 +1,223 @@
-"""The pytest plugin (entry point ``durable``). Loading it imports only pytest: the runtime is imported
-by the fixtures that need it, so tests that do not use it pay nothing."""
+"""The pytest plugin (entry point ``durable``).
+
+Loading it imports only pytest and the standard library: the runtime, Hypothesis and freezegun are
+imported by the fixtures and markers that need them, so tests that use none of them pay nothing (PLG-4).
+Plugin state lives in ``config.stash``; per-test counts travel as ``user_properties`` so the terminal
+summary and JUnit XML are right under pytest-xdist too.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import random
+from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
-    from reference_runtime import Agent, RunResult
-    from reference_runtime.stores.base import ActionStateStore
+    from reference_runtime.faults import CrashAt
 
-    from .sweep import PointOutcome
+    from .clock import FrozenClock
+    from .harness import DurableHarness
+    from .ledger import Ledger
 
 _STORE = pytest.StashKey[str]()
-_POINTS = pytest.StashKey[int]()
+_SEED = pytest.StashKey[int]()
+_TOTALS = pytest.StashKey[dict[str, int]]()
 
-_SCHEMES = ("memory:", "sqlite:", "redis://", "kafka://")
+#: Where ``durable_clock`` starts virtual time.
+CLOCK_START = "2026-01-01T00:00:00+00:00"
+SCHEMES = ("memory:", "sqlite:", "redis://", "kafka://")
+_SUMMARY = (
+    ("durable_fault_points", "fault points swept"),
+    ("durable_schedules", "crash schedules run"),
+    ("durable_crashes", "crashes injected"),
+    ("durable_ledger_anomalies", "ledger anomalies"),
+    ("durable_journals_checked", "golden journals checked"),
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("durable", "durable execution testing")
+    group = parser.getgroup("durable", "durable execution testing (pytest-durable)")
     group.addoption("--durable-store", metavar="URL", default=None,
-                    help="store for durable fixtures: memory: (default), sqlite:PATH, redis://…, kafka://…")
-    parser.addini("durable_store", "store URL for durable fixtures (default memory:)", default="memory:")
+                    help="store for the durable fixtures: memory: (default), sqlite:[DIR], redis://HOST:PORT/DB, "
+                         "kafka://HOST:PORT/TOPIC. ini: durable_store")
+    group.addoption("--durable-seed", metavar="N", default=None,
+                    help="seed for crash-schedule exploration (default: random, shown in the header). "
+                         "ini: durable_seed")
+    group.addoption("--durable-max-examples", metavar="N", default=None,
+                    help="crash schedules per durable.explore() call (default 100). ini: durable_max_examples")
+    group.addoption("--durable-update-journals", action="store_true", default=None,
+                    help="write or update golden journals instead of comparing. ini: durable_update_journals")
+    group.addoption("--durable-journal-dir", metavar="DIR", default=None,
+                    help="directory of golden journals (default: durable_journals/ beside each test file). "
+                         "ini: durable_journal_dir")
+    parser.addini("durable_store", "store URL for the durable fixtures", default="memory:")
+    parser.addini("durable_seed", "seed for crash-schedule exploration", default="")
+    parser.addini("durable_max_examples", "crash schedules per durable.explore() call", default="100")
+    parser.addini("durable_update_journals", "write golden journals instead of comparing", type="bool",
+                  default=False)
+    parser.addini("durable_journal_dir", "directory of golden journals", default="")
+
+
+def _option(config: pytest.Config, name: str) -> Any:
+    value = config.getoption(f"--durable-{name.replace('_', '-')}")
+    return config.getini(f"durable_{name}") if value is None else value
+
+
+def _positive_int(config: pytest.Config, name: str, text: Any) -> int:
+    try:
+        value = int(str(text))
+    except ValueError:
+        raise pytest.UsageError(f"--durable-{name.replace('_', '-')} {text!r}: expected an integer") from None
+    if value < 0 or (name == "max_examples" and value == 0):
+        raise pytest.UsageError(f"--durable-{name.replace('_', '-')} {text!r}: expected a positive integer")
+    return value
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    url = config.getoption("--durable-store") or config.getini("durable_store") or "memory:"
-    if not str(url).startswith(_SCHEMES):
-        raise pytest.UsageError(f"--durable-store {url!r}: expected one of {', '.join(_SCHEMES)}")
-    config.stash[_STORE] = str(url)
-    config.stash[_POINTS] = 0
-    config.addinivalue_line("markers", "durable_sweep: crash at every fault point of the test's agent run")
+    url = str(_option(config, "store") or "memory:")
+    if not url.startswith(SCHEMES):
+        raise pytest.UsageError(f"--durable-store {url!r}: expected a URL starting with one of {', '.join(SCHEMES)}")
+    config.stash[_STORE] = url
+    worker_seed = getattr(config, "workerinput", {}).get("durable_seed")
+    seed_text = _option(config, "seed")
+    if worker_seed is not None:
+        seed = int(worker_seed)
+    elif seed_text not in (None, ""):
+        seed = _positive_int(config, "seed", seed_text)
+    else:
+        seed = random.Random().randrange(2**32)
+    config.stash[_SEED] = seed
+    _positive_int(config, "max_examples", _option(config, "max_examples"))
+    config.stash[_TOTALS] = {}
+    config.pluginmanager.register(_Totals(config.stash[_TOTALS]), "durable-totals")
+    config.addinivalue_line("markers", "durable_sweep(agent, inputs, **options): run the test once crash-free "
+                                       "and once per fault point of agent on inputs (ids crash=<point>)")
+    config.addinivalue_line("markers", "durable_schedule(*selectors, mismatch='lenient', reconcilers=True): a "
+                                       "crash schedule durable.explore() runs before exploring")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist: every worker explores with the controller's seed."""
+    node.workerinput["durable_seed"] = node.config.stash[_SEED]
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    return f"durable: store {config.stash[_STORE]}"
+    return f"durable: store {config.stash[_STORE]}, seed {config.stash[_SEED]} (repeat with --durable-seed)"
+
+
+class _Totals:
+    """Sums the per-test ``durable_*`` properties from the reports (which xdist ships to the controller)."""
+
+    def __init__(self, totals: dict[str, int]) -> None:
+        self.totals = totals
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "teardown":
+            return
+        for name, value in report.user_properties:
+            if name.startswith("durable_") and isinstance(value, int):
+                self.totals[name] = self.totals.get(name, 0) + value
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    n = config.stash.get(_POINTS, 0)
-    if n:
-        terminalreporter.write_line(f"durable: {n} fault points exercised")
+    totals = config.stash.get(_TOTALS, {})
+    parts = [f"{totals[name]} {text}" for name, text in _SUMMARY if totals.get(name)]
+    if parts:
+        terminalreporter.write_sep("=", "durable")
+        terminalreporter.write_line("durable: " + ", ".join(parts))
 
 
-class DurableHarness:
-    """Runs agents against the configured store and sweeps crash points."""
+# -- sweeps -----------------------------------------------------------------------------------------------
 
-    def __init__(self, config: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> None:
-        self._config = config
-        self._tmp = tmp_path_factory
-        self.url = config.stash[_STORE]
 
-    def store_factory(self) -> Callable[[], ActionStateStore]:
-        """A callable making a fresh empty store of the configured kind."""
-        if self.url.startswith("memory"):
-            from reference_runtime.stores.memory import InMemoryStore
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    marker = metafunc.definition.get_closest_marker("durable_sweep")
+    if marker is None:
+        return
+    if "durable_point" not in metafunc.fixturenames:
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: @pytest.mark.durable_sweep needs the durable "
+                                "fixture (add a `durable` argument)")
+    from .sweep import sweep_params
 
-            return InMemoryStore
-        if self.url.startswith("sqlite:"):
-            from reference_runtime.stores.sqlite import SqliteStore
-
-            base = self._tmp.mktemp("durable")
-            counter = iter(range(10**9))
-            return lambda: SqliteStore(base / f"{next(counter)}.db")
-        from reference_runtime.stores.urls import open_store
-
-        # Servers are shared between tests and xdist workers: each store gets its own namespace or topic.
-        return lambda: open_store(self.url, isolated=True)
-
-    def run(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, crash_at: Sequence[str] = (),
-            **options: Any) -> RunResult:
-        """Run ``agent`` on ``inputs``; ``crash_at`` labels (e.g. ``"call1:after-effect"``) crash in turn,
-        each followed by recovery."""
-        from reference_runtime import CrashAt, FaultInjector, Runner
-
-        injector = FaultInjector([CrashAt.parse(label) for label in crash_at])
-        result = Runner(agent, self.store_factory()(), injector=injector, **options).run(inputs)
-        if injector.pending:
-            raise AssertionError(f"crash point(s) never reached: {[str(p) for p in injector.plan]}")
-        return result
-
-    def sweep(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], **options: Any) -> list[PointOutcome]:
-        """Crash at every fault point; fail with every violated invariant and its spec clause."""
-        from .sweep import sweep
-
-        outcomes = sweep(agent, inputs, self.store_factory(), **options)
-        self._config.stash[_POINTS] += len(outcomes)
-        problems = [v for o in outcomes for v in o.violations]
-        if problems:
-            raise AssertionError("durable invariants violated:\n  " + "\n  ".join(problems))
-        return outcomes
+    params, ids = sweep_params(marker.args, dict(marker.kwargs), metafunc.definition.nodeid)
+    metafunc.parametrize("durable_point", params, ids=ids, indirect=True)
 
 
 @pytest.fixture
-def durable_harness(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> DurableHarness:
-    """Run an agent with the configured store, crash it at chosen points, or sweep every point."""
-    return DurableHarness(pytestconfig, tmp_path_factory)
+def durable_point(request: pytest.FixtureRequest) -> CrashAt | None:
+    """The crash point of the current ``durable_sweep`` parametrization (None: the crash-free run or no
+    sweep)."""
+    point: CrashAt | None = getattr(request, "param", None)
+    return point
+
+
+# -- fixtures ---------------------------------------------------------------------------------------------
+
+
+def _journal_dir(config: pytest.Config, node_path: Path) -> Path:
+    configured = str(_option(config, "journal_dir") or "")
+    if configured:
+        base = Path(configured)
+        base = base if base.is_absolute() else config.rootpath / base
+        return base / node_path.stem
+    return node_path.parent / "durable_journals" / node_path.stem
+
+
+@pytest.fixture
+def durable(request: pytest.FixtureRequest, durable_point: CrashAt | None,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[DurableHarness]:
+    """Run an agent on the configured store: ``run``, ``crash``, ``sweep``, ``explore``,
+    ``check_journal``, ``assert_deterministic``. See docs/plugin/reference.md."""
+    from .harness import DurableHarness, make_store_factory
+    from .scenario import scenario_from_marker
+    from .stats import Stats
+
+    config = request.config
+    url = config.stash[_STORE]
+    stats = Stats()
+    pinned = [scenario_from_marker(m.args, dict(m.kwargs)) for m in request.node.iter_markers("durable_schedule")]
+    sweep = request.node.get_closest_marker("durable_sweep")
+    harness = DurableHarness(
+        make_store_factory(url, lambda: tmp_path_factory.mktemp("durable")), url, stats=stats,
+        journal_dir=_journal_dir(config, request.node.path), test_name=request.node.name,
+        update_journals=bool(_option(config, "update_journals")), pinned=pinned, seed=config.stash[_SEED],
+        max_examples=int(str(_option(config, "max_examples"))),
+        sweep=(sweep.args, dict(sweep.kwargs), durable_point) if sweep is not None else None,
+    )
+    yield harness
+    if harness.sweep_ran is False and sweep is not None:
+        raise AssertionError(f"{request.node.nodeid}: marked durable_sweep but never called durable.run() "
+                             "(the crash at this point was not exercised)")
+    for name, value in stats.properties():
+        request.node.user_properties.append((name, value))
+
+
+@pytest.fixture
+def durable_harness(durable: DurableHarness) -> DurableHarness:
+    """The ``durable`` fixture under its earlier name."""
+    return durable
+
+
+@pytest.fixture
+def durable_ledger(durable: DurableHarness) -> Ledger:
+    """The side-effect ledger the ``durable`` harness checks during crash runs."""
+    return durable.ledger
+
+
+@pytest.fixture
+def durable_clock(durable: DurableHarness) -> Iterator[FrozenClock]:
+    """Virtual time: freezes time (freezegun) for the test; the runtime's retries and timeouts and the agent
+    all see it, and sleeping on it moves it instead of waiting."""
+    from freezegun import freeze_time
+
+    from .clock import FrozenClock
+
+    with freeze_time(CLOCK_START) as frozen:
+        clock = FrozenClock(frozen)
+        durable.clock = clock
+        yield clock
+    durable.clock = None

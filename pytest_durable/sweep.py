@@ -1,23 +1,35 @@
-"""Crash sweeps: learn every fault point of a crash-free run, then crash at each and check the durable
-invariants (spec REC-3, REC-4, REC-6; PLG-1). Shared by the fixtures and ``durable sweep``."""
+"""Crash runs and the durable invariants they are checked against (spec REC-3, REC-4, REC-6; PLG-1).
+
+``learn`` runs an agent crash-free and returns every fault point it reached; ``run_scenario`` runs it
+again crashing at each selector of a :class:`~pytest_durable.scenario.Scenario`; ``check`` compares the
+two. Shared by the fixtures, the sweep marker, schedule exploration and ``durable sweep``.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from reference_runtime import Agent, CrashAt, FaultInjector, FaultPoint, Phase, Runner, RunResult
+from reference_runtime import Agent, FaultInjector, FaultPoint, Phase, Runner, RunResult
 from reference_runtime.stores.base import ActionStateStore
+
+from .scenario import Scenario, selector_for
+
+if TYPE_CHECKING:
+    from .ledger import Ledger
+
+StoreFactory = Callable[[], ActionStateStore]
 
 
 @dataclass
 class PointOutcome:
-    """What happened when the run crashed at ``point`` and recovered."""
+    """What happened when a run crashed as ``scenario`` says and recovered."""
 
-    point: FaultPoint
+    scenario: Scenario
     result: RunResult
+    fired: list[FaultPoint] = field(default_factory=list)
     re_executed: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
@@ -26,55 +38,135 @@ class PointOutcome:
     def ok(self) -> bool:
         return not self.violations
 
+    @property
+    def point(self) -> FaultPoint:
+        """The first crash of the scenario (the only one in a sweep)."""
+        return self.fired[0] if self.fired else FaultPoint(self.scenario.schedule[0].phase or Phase.BEFORE_CALL)
+
+    @property
+    def where(self) -> str:
+        return " then ".join(p.describe() for p in self.fired) or self.scenario.describe()
+
 
 def call_key(p: FaultPoint) -> str:
     return f"{p.key}/{p.seq}/{p.action}/{p.call_index}"
 
 
-def learn(agent: type[Agent], inputs: Sequence[tuple[str, Any]], store: Callable[[], ActionStateStore],
-          **options: Any) -> tuple[RunResult, list[FaultPoint]]:
-    """The crash-free result and the fault points it reached."""
+def learn(agent: type[Agent], inputs: Sequence[tuple[str, Any]], store: StoreFactory,
+          ledger: Ledger | None = None, **options: Any) -> tuple[RunResult, list[FaultPoint]]:
+    """The crash-free result and the fault points it reached, in order."""
+    if ledger is not None:
+        ledger.new_run("the crash-free run", baseline=True)
     injector = FaultInjector()
     result = Runner(agent, store(), injector=injector, **options).run(inputs)
     return result, list(injector.trace)
 
 
-def check(point: FaultPoint, baseline: RunResult, result: RunResult, trace: list[FaultPoint]) -> PointOutcome:
-    out = PointOutcome(point, result)
-    where = point.describe()
+def run_scenario(agent: type[Agent], inputs: Sequence[tuple[str, Any]], store: StoreFactory,
+                 scenario: Scenario, ledger: Ledger | None = None, **options: Any,
+                 ) -> tuple[RunResult, FaultInjector]:
+    """Run with ``scenario``'s crashes, recovering after each."""
+    if ledger is not None:
+        ledger.new_run(f"the run crashing at {scenario.describe()}")
+    extra = scenario.runner_options()
+    merged = {**options, **extra}
+    if "config" in extra:
+        merged["config"] = {**(options.get("config") or {}), **extra["config"]}  # type: ignore[dict-item]
+    injector = FaultInjector(list(scenario.schedule))
+    result = Runner(agent, store(), injector=injector, **merged).run(inputs)
+    return result, injector
+
+
+def check(scenario: Scenario, baseline: RunResult, result: RunResult, injector: FaultInjector,
+          ledger: Ledger | None = None) -> PointOutcome:
+    """Every durable invariant that ``result`` (a run with crashes) must keep against ``baseline``."""
+    out = PointOutcome(scenario, result, list(injector.fired))
+    where = out.where
     if result.outputs != baseline.outputs:
         out.violations.append(f"REC-6: outputs differ after a crash at {where}: "
                               f"{result.outputs!r} != crash-free {baseline.outputs!r}")
     if result.memory != baseline.memory:
-        out.violations.append(f"REC-6: memory differs after a crash at {where}")
-    crash_at = next(i for i, p in enumerate(trace) if p is point or p == point)
-    recorded = {call_key(p) for p in trace[:crash_at] if p.phase is Phase.AFTER_RECORD}
-    crash_attempt = result.crashes.index(point) if point in result.crashes else 0
+        diff = sorted(k for k in set(result.memory) | set(baseline.memory)
+                      if result.memory.get(k) != baseline.memory.get(k))
+        out.violations.append(f"REC-6: memory of key(s) {diff} differs after a crash at {where}")
+    # Which attempt (failovers before it) each recorded call's terminal record landed in.
+    recorded: dict[str, int] = {}
+    attempt, fired = 0, list(injector.fired)
+    for p in injector.trace:
+        if p.phase is Phase.AFTER_RECORD:
+            recorded.setdefault(call_key(p), attempt)
+        if fired and p is fired[0]:
+            fired.pop(0)
+            attempt += 1
     for entry in result.journal:
-        if entry.attempt <= crash_attempt:
-            continue  # the attempt that crashed ran these calls for the first time
         cid = f"{entry.call_id.key}/{entry.call_id.seq}/{entry.call_id.action}/{entry.call_id.call_index}"
-        if entry.source == "executed" and cid in recorded:
+        if entry.source == "executed" and recorded.get(cid, entry.attempt) < entry.attempt:
             out.re_executed.append(cid)
     for cid in sorted(set(out.re_executed)):
-        out.violations.append(f"REC-3: call {cid} ({where}) had a persisted record but executed again")
+        out.violations.append(f"REC-3: call {cid} had a persisted record but executed again after a crash at "
+                              f"{where}")
     seen = Counter((e.key, e.seq, e.action) for e in result.emitted)
     expected = Counter((e.key, e.seq, e.action) for e in baseline.emitted)
-    for k, n in seen.items():
+    for k, n in sorted(seen.items()):
         if n > expected.get(k, 0):
             out.duplicates.append(f"{k[0]}/{k[1]}/{k[2]}")
-            out.violations.append(f"REC-4: output of {k[0]}/{k[1]}/{k[2]} emitted {n} events after a crash at {where}, "
-                                  f"{expected.get(k, 0)} without one")
+            out.violations.append(f"REC-4: action {k[0]}/{k[1]}/{k[2]} emitted {n} output events after a crash "
+                                  f"at {where}, {expected.get(k, 0)} without one")
+    if ledger is not None:
+        out.violations.extend(ledger.violations())
     return out
 
 
-def sweep(agent: type[Agent], inputs: Sequence[tuple[str, Any]], store: Callable[[], ActionStateStore],
-          **options: Any) -> list[PointOutcome]:
+def points_to_crash(points: Sequence[FaultPoint]) -> list[FaultPoint]:
+    """Each distinct point once, in the order first reached (a point repeated in a run, e.g. a retried
+    call, is crashed at its first occurrence)."""
+    seen: set[FaultPoint] = set()
+    unique = []
+    for p in points:
+        if p not in seen:
+            seen.add(p)
+            unique.append(p)
+    return unique
+
+
+def sweep(agent: type[Agent], inputs: Sequence[tuple[str, Any]], store: StoreFactory,
+          ledger: Ledger | None = None, **options: Any) -> list[PointOutcome]:
     """Crash once at every point of the crash-free run, recover, check."""
-    baseline, points = learn(agent, inputs, store, **options)
+    baseline, points = learn(agent, inputs, store, ledger, **options)
     outcomes = []
-    for point in points:
-        injector = FaultInjector([CrashAt.point(point)])
-        result = Runner(agent, store(), injector=injector, **options).run(inputs)
-        outcomes.append(check(injector.fired[0] if injector.fired else point, baseline, result, injector.trace))
+    for point in points_to_crash(points):
+        scenario = Scenario((selector_for(point),), options.get("mismatch", "lenient"))
+        result, injector = run_scenario(agent, inputs, store, scenario, ledger, **options)
+        outcomes.append(check(scenario, baseline, result, injector, ledger))
     return outcomes
+
+
+def sweep_params(args: Sequence[Any], kwargs: dict[str, Any], where: str) -> tuple[list[Any], list[str]]:
+    """Parameters and ids for a ``durable_sweep(agent, inputs, **options)`` marker: the crash-free run
+    (``crash=none``) then one selector per fault point it reaches (``crash=call3:after-effect``; narrowed
+    with ``?key=…&seq=…`` only where the short label is ambiguous). Learned on the memory store, at
+    collection, in a canonical order so that every xdist worker collects the same ids."""
+    from reference_runtime.stores.memory import InMemoryStore
+
+    from .scenario import format_crash
+
+    if len(args) != 2 or not (isinstance(args[0], type) and issubclass(args[0], Agent)):
+        raise TypeError(f"{where}: use @pytest.mark.durable_sweep(AgentClass, inputs, **runner_options)")
+    agent, inputs = args[0], [(str(k), v) for k, v in args[1]]
+    try:
+        _, points = learn(agent, inputs, InMemoryStore, None, **kwargs)
+    except Exception as exc:
+        raise RuntimeError(f"{where}: the crash-free run of {agent.__qualname__} failed while learning its "
+                           f"fault points: {exc!r}") from exc
+    order = list(Phase)
+    unique = sorted(points_to_crash(points), key=lambda p: (p.key or "", p.seq or 0, p.action or "",
+                                                              -1 if p.call_index is None else p.call_index,
+                                                              order.index(p.phase)))
+    labels = Counter(p.label() for p in unique)
+    params: list[Any] = [None]
+    ids = ["crash=none"]
+    for p in unique:
+        selector = selector_for(p)
+        params.append(selector)
+        ids.append("crash=" + (p.label() if labels[p.label()] == 1 else format_crash(selector)))
+    return params, ids

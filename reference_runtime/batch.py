@@ -148,4 +148,4 @@ def _entry(ex: ActionExecution, slot: _Slot, source: Source) -> Any:
 
     assert slot.outcome is not None or source != "replayed"
     kind: Literal["ok", "error"] = "error" if slot.outcome is not None and slot.outcome.error else "ok"
-    return JournalEntry(ex.call_id(slot.index), slot.fid, slot.digest, kind, source)
+    return JournalEntry(ex.call_id(slot.index), slot.fid, slot.digest, kind, source, ex.failovers)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -14,6 +15,9 @@ from .two_phase import TwoPhaseCommit, execute_two_phase, execute_two_phase_asyn
 if TYPE_CHECKING:
     from .batch import DurableCall
     from .durable import Outcome
+
+#: Config key of the reconciler switch (spec DE-14).
+RECONCILERS_KEY = "durable-execution.reconcilers"
 
 
 class RunnerContext:
@@ -95,8 +99,8 @@ class RunnerContext:
         check_action_access(self._owner, "durable_execute")
         if is_two_phase(func):
             return execute_two_phase(self._execution, cast(TwoPhaseCommit, func), durable_id)
-        return self._execution.execute(func, args, kwargs, reconciler=reconciler, durable_id=durable_id,
-                                       retry=retry)
+        return self._execution.execute(func, args, kwargs, reconciler=self._honoured(reconciler),
+                                       durable_id=durable_id, retry=retry)
 
     def durable_execute_async(
         self,
@@ -113,7 +117,8 @@ class RunnerContext:
         if is_two_phase(func):
             return DurableAwaitable(lambda: execute_two_phase_async(ex, cast(TwoPhaseCommit, func), durable_id))
         return DurableAwaitable(
-            lambda: ex.execute_async(func, args, kwargs, reconciler=reconciler, durable_id=durable_id, retry=retry)
+            lambda: ex.execute_async(func, args, kwargs, reconciler=self._honoured(reconciler), durable_id=durable_id,
+                                     retry=retry)
         )
 
     def durable_execute_all_async(self, calls: list[DurableCall]) -> Awaitable[list[Outcome]]:
@@ -122,4 +127,10 @@ class RunnerContext:
         from .batch import run_batch
 
         ex, config = self._execution, self._config
+        if self._config.get(RECONCILERS_KEY, True) is False:
+            calls = [dataclasses.replace(c, reconciler=None) for c in calls]
         return DurableAwaitable(lambda: run_batch(ex, list(calls), config))
+
+    def _honoured(self, reconciler: Callable[[], Any] | None) -> Callable[[], Any] | None:
+        # A test switch (spec DE-14): explore what recovery does when no reconciler is available.
+        return None if self._config.get(RECONCILERS_KEY, True) is False else reconciler

@@ -118,6 +118,8 @@ class ActionExecution:
     index: int = 0
     journal: list[JournalEntry] = field(default_factory=list)
     clock: Clock = field(default_factory=SystemClock)
+    failovers: int = 0
+    """Failovers before this execution, stamped on its journal entries as their ``attempt``."""
 
     # -- helpers ---------------------------------------------------------------------------------
     @property
@@ -256,7 +258,7 @@ class ActionExecution:
                *, persist: bool = True) -> Any:
         # Journaled before the fault points: the call ran even if the process dies before its record lands.
         self.journal.append(
-            JournalEntry(self.call_id(i), fid, digest, "error" if outcome.error else "ok", source)
+            JournalEntry(self.call_id(i), fid, digest, "error" if outcome.error else "ok", source, self.failovers)
         )
         if persist:
             self.fault(Phase.AFTER_EFFECT, i, fid)

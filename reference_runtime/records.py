@@ -43,6 +43,11 @@ class CallResult:
     def failed(cls, function_id: str, args_digest: str, exception_payload: bytes) -> CallResult:
         return cls(function_id, args_digest, None, exception_payload, CallStatus.FAILED)
 
+    def copy(self) -> CallResult:
+        """A shallow copy (stores hand out copies so a caller cannot mutate what they hold)."""
+        return CallResult(self.function_id, self.args_digest, self.result_payload, self.exception_payload,
+                          self.status)
+
     @property
     def effective_status(self) -> CallStatus:
         if self.status is not None:

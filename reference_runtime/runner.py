@@ -9,7 +9,6 @@ checkpoint offset has been fully processed.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import inspect
 import threading
 import uuid
@@ -272,7 +271,7 @@ class Runner:
             state = ActionState(task_event=ref.event)
             self.store.put(ref, state)
         execution = ActionExecution(ref, self.store, self.codec, state, self.mismatch, self.injector, pool,
-                                    clock=self.clock)
+                                    clock=self.clock, failovers=self.failovers)
         stm_view, sens_view = MemoryView(short_term), MemoryView(sensory)
         ctx = RunnerContext(
             execution,
@@ -293,7 +292,7 @@ class Runner:
                 f"action raised {type(exc).__name__}: {exc}", Location(ref.key, ref.seq, spec.name)
             ) from exc
         finally:
-            self.journal.extend(dataclasses.replace(e, attempt=self.failovers) for e in execution.journal)
+            self.journal.extend(execution.journal)
         self._reach(Phase.BEFORE_COMPLETE, ref.key, ref.seq, spec.name)
         state.short_term_memory_updates = stm_view.log
         state.sensory_memory_updates = sens_view.log

@@ -3,7 +3,6 @@ store object is kept), but not the process. Records are kept encoded so nothing 
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -48,7 +47,7 @@ class InMemoryStore:
 
     def put(self, ref: StateRef, state: ActionState) -> None:
         header = encode_state(state)
-        calls = [copy.copy(r) for r in state.call_results]
+        calls = [r.copy() for r in state.call_results]
         with self._lock:
             self._entries[ref.state_key] = _Entry(ref.key, ref.seq, ref.action.name, header, calls)
             self._count(header, *(map(encode_call_result, calls) if self.count_bytes else ()))
@@ -62,11 +61,11 @@ class InMemoryStore:
                 return None
             header, calls = entry.header, list(entry.calls)
         state = decode_state(header, _loc(ref))
-        state.call_results = [copy.copy(c) for c in calls]
+        state.call_results = [c.copy() for c in calls]
         return state
 
     def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
-        copies = [copy.copy(r) for r in results]
+        copies = [r.copy() for r in results]
         with self._lock:
             entry = self._entries.get(ref.state_key)
             if entry is None:

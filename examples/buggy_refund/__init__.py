@@ -1,0 +1,1 @@
+"""The tutorial's refund agent, buggy and fixed (docs/plugin/tutorial.md)."""

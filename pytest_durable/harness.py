@@ -1,0 +1,348 @@
+"""``DurableHarness``, the object behind the ``durable`` fixture: run an agent on a chosen store, crash it
+at chosen points or at every point, explore crash schedules, check golden journals and determinism."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from reference_runtime import ActionState, Agent, CallResult, CrashAt, FaultInjector, FaultPoint, Runner, RunResult
+from reference_runtime.records import StateRef
+from reference_runtime.stores.base import ActionStateStore, RecoveryMarker
+
+from . import journal as journals
+from .ledger import Ledger
+from .scenario import Scenario, parse_crash
+from .sweep import PointOutcome, StoreFactory, check, learn, points_to_crash, run_scenario, sweep
+
+if TYPE_CHECKING:
+    from .clock import FrozenClock
+    from .stats import Stats
+
+
+class DurableInvariantError(AssertionError):
+    """A crash run broke a durable invariant; the message names the crash point(s), the call and the
+    spec clause, and for schedules the marker that reproduces the failure."""
+
+
+@dataclass
+class DurableRun(RunResult):
+    """A :class:`RunResult` plus every action state the run persisted (last version written, keyed by
+    state key), read back through the store even if a checkpoint pruned it later."""
+
+    records: dict[str, ActionState] = field(default_factory=dict)
+
+
+class RecordingStore:
+    """Forwards to a store and keeps a copy of each action state after every write to it."""
+
+    def __init__(self, inner: ActionStateStore) -> None:
+        self.inner = inner
+        self.records: dict[str, ActionState] = {}
+
+    def _keep(self, ref: StateRef) -> None:
+        state = self.inner.get(ref)
+        if state is not None:
+            self.records[ref.state_key] = state
+
+    def put(self, ref: StateRef, state: ActionState) -> None:
+        self.inner.put(ref, state)
+        self._keep(ref)
+
+    def get(self, ref: StateRef) -> ActionState | None:
+        return self.inner.get(ref)
+
+    def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
+        self.inner.put_call_results(ref, index, results)
+        self._keep(ref)
+
+    def truncate_call_results(self, ref: StateRef, index: int) -> None:
+        self.inner.truncate_call_results(ref, index)
+        self._keep(ref)
+
+    def prune_state(self, key: str, seq: int) -> None:
+        self.inner.prune_state(key, seq)
+
+    def get_recovery_marker(self) -> RecoveryMarker:
+        return self.inner.get_recovery_marker()
+
+    def rebuild_state(self, markers: Sequence[RecoveryMarker]) -> None:
+        self.inner.rebuild_state(markers)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def _selectors(at: str | CrashAt | Iterable[str | CrashAt]) -> list[CrashAt]:
+    items = [at] if isinstance(at, str | CrashAt) else list(at)
+    return [parse_crash(a) if isinstance(a, str) else a for a in items]
+
+
+class DurableHarness:
+    """Runs agents for one test. Created by the ``durable`` fixture; see docs/plugin/reference.md."""
+
+    def __init__(self, store_factory: StoreFactory, url: str, *, stats: Stats | None = None,
+                 journal_dir: Path | None = None, test_name: str = "test", update_journals: bool = False,
+                 pinned: Sequence[Scenario] = (), seed: int = 0, max_examples: int = 100,
+                 sweep: tuple[Sequence[Any], dict[str, Any], CrashAt | None] | None = None) -> None:
+        self._store_factory = store_factory
+        self.url = url
+        self.clock: FrozenClock | None = None
+        self.stats = stats
+        self.journal_dir = journal_dir
+        self.test_name = test_name
+        self.update_journals = update_journals
+        self.pinned = list(pinned)
+        self.seed = seed
+        self.max_examples = max_examples
+        self._sweep = sweep
+        #: None without a ``durable_sweep`` marker; else whether :meth:`run` ran the marked agent yet.
+        self.sweep_ran: bool | None = None if sweep is None else False
+        #: The check of the last crash run made by :meth:`run` under a sweep marker.
+        self.outcome: PointOutcome | None = None
+        self._ledger: Ledger | None = None
+        self._journal_uses: dict[str, int] = {}
+
+    # -- plumbing ------------------------------------------------------------------------------------------
+
+    @property
+    def ledger(self) -> Ledger:
+        """The side-effect ledger of this test (the ``durable_ledger`` fixture is the same object)."""
+        if self._ledger is None:
+            self._ledger = Ledger()
+        return self._ledger
+
+    def store_factory(self) -> StoreFactory:
+        """A callable making a fresh empty store of the configured kind."""
+        return self._store_factory
+
+    def _options(self, options: dict[str, Any]) -> dict[str, Any]:
+        if self.clock is not None and "clock" not in options:
+            options = {**options, "clock": self.clock}
+        return options
+
+    def _count(self, **n: int) -> None:
+        if self.stats is not None:
+            self.stats.add(**n)
+
+    # -- running -------------------------------------------------------------------------------------------
+
+    def run(self, agent: type[Agent] | None = None, inputs: Sequence[tuple[str, Any]] | None = None, *,
+            crash_at: str | CrashAt | Iterable[str | CrashAt] = (), **options: Any) -> DurableRun:
+        """Run ``agent`` on ``inputs``; each selector of ``crash_at`` (e.g. ``"call1:after-effect"``)
+        crashes the run in turn, followed by recovery. No invariant is checked: see :meth:`crash`.
+
+        In a test marked ``durable_sweep(Agent, inputs)``, running that agent (the arguments default to the
+        marker's) crashes at the test's fault point, recovers, and checks every durable invariant against a
+        crash-free run before returning the recovered result."""
+        if self._sweep is not None:
+            marked, marked_inputs = self._sweep[0][0], self._sweep[0][1]
+            agent = agent or marked
+            inputs = marked_inputs if inputs is None else inputs
+            if agent is marked and not crash_at:
+                return self._sweep_run(agent, inputs, {**self._sweep[1], **options})
+        if agent is None or inputs is None:
+            raise TypeError("durable.run() needs an agent class and inputs (outside a durable_sweep test)")
+        return self._plain_run(agent, inputs, _selectors(crash_at), options)
+
+    def _plain_run(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], selectors: list[CrashAt],
+                   options: dict[str, Any]) -> DurableRun:
+        injector = FaultInjector(list(selectors))
+        store = RecordingStore(self._store_factory())
+        if self._ledger is not None:
+            self._ledger.new_run("the run")
+        result = Runner(agent, store, injector=injector, **self._options(options)).run(inputs)
+        if injector.pending:
+            raise AssertionError(f"crash point(s) never reached: {[journals_label(c) for c in injector.plan]}; "
+                                 f"reached: {sorted({p.label() for p in injector.trace})}")
+        self._count(crashes=len(injector.fired))
+        return DurableRun(**{f.name: getattr(result, f.name) for f in dataclasses.fields(RunResult)},
+                          records=dict(store.records))
+
+    def _sweep_run(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], options: dict[str, Any]
+                   ) -> DurableRun:
+        assert self._sweep is not None
+        self.sweep_ran = True
+        point = self._sweep[2]
+        if point is None:
+            return self._plain_run(agent, inputs, [], options)
+        options = self._options(options)
+        stores: list[RecordingStore] = []
+
+        def recording() -> ActionStateStore:
+            stores.append(RecordingStore(self._store_factory()))
+            return stores[-1]
+
+        baseline, _ = learn(agent, inputs, self._store_factory, self._ledger, **options)
+        scenario = Scenario((point,), options.get("mismatch", "lenient"))
+        result, injector = run_scenario(agent, inputs, recording, scenario, self._ledger, **options)
+        self.outcome = check(scenario, baseline, result, injector, self._ledger)
+        self._count(points=1, crashes=len(injector.fired),
+                    anomalies=len(self._ledger.anomalies()) if self._ledger else 0)
+        if not injector.fired:
+            raise AssertionError(f"fault point {journals_label(point)} was reached at collection but not in this "
+                                 "run: the agent takes a different path each run (nondeterministic?)")
+        if not self.outcome.ok:
+            raise DurableInvariantError(_explain(self.outcome, self._ledger))
+        return DurableRun(**{f.name: getattr(result, f.name) for f in dataclasses.fields(RunResult)},
+                          records=dict(stores[-1].records))
+
+    def points(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], **options: Any) -> list[FaultPoint]:
+        """Every distinct fault point a crash-free run reaches, in order."""
+        _, points = learn(agent, inputs, self._store_factory, None, **self._options(options))
+        return points_to_crash(points)
+
+    def check_scenario(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], scenario: Scenario,
+                       baseline: RunResult | None = None, **options: Any) -> PointOutcome:
+        """Run ``scenario`` and fail with :class:`DurableInvariantError` if any invariant breaks."""
+        options = self._options(options)
+        ledger = self._ledger
+        if baseline is None:
+            baseline, _ = learn(agent, inputs, self._store_factory, ledger, **options)
+        result, injector = run_scenario(agent, inputs, self._store_factory, scenario, ledger, **options)
+        outcome = check(scenario, baseline, result, injector, ledger)
+        self._count(scenarios=1, crashes=len(injector.fired), anomalies=len(ledger.anomalies()) if ledger else 0)
+        if not outcome.ok:
+            raise DurableInvariantError(_explain(outcome, ledger))
+        return outcome
+
+    def crash(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]],
+              at: str | CrashAt | Iterable[str | CrashAt], **options: Any) -> PointOutcome:
+        """Crash at ``at`` (one selector or a schedule), recover, finish, and check every durable invariant
+        against a crash-free run. The selector must be reached."""
+        outcome = self.check_scenario(agent, inputs, Scenario(tuple(_selectors(at)), options.pop("mismatch",
+                                                                                                 "lenient")),
+                                      **options)
+        if len(outcome.fired) < len(outcome.scenario.schedule):
+            raise AssertionError(f"crash point(s) never reached: {outcome.scenario.texts()[len(outcome.fired):]}")
+        return outcome
+
+    def sweep(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], **options: Any) -> list[PointOutcome]:
+        """Crash once at every fault point of the crash-free run; fail listing every violation."""
+        outcomes = sweep(agent, inputs, self._store_factory, self._ledger, **self._options(options))
+        self._count(points=len(outcomes), crashes=len(outcomes))
+        problems = [v for o in outcomes for v in o.violations]
+        if problems:
+            raise DurableInvariantError(f"durable invariants violated at {sum(not o.ok for o in outcomes)} of "
+                                        f"{len(outcomes)} fault points:\n  " + "\n  ".join(problems))
+        return outcomes
+
+    def explore(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, max_crashes: int = 3,
+                max_examples: int = 100, mismatch: Sequence[str] = ("lenient", "strict"),
+                reconcilers: Sequence[bool] = (True, False), **options: Any) -> int:
+        """Run Hypothesis-generated crash schedules (several crashes, during recovery too, both mismatch
+        modes, reconcilers on and off); a failure is shrunk to a minimal schedule and reported with the
+        ``@pytest.mark.durable_schedule(...)`` marker that replays it. Scenarios pinned by that marker run
+        first. Returns the number of scenarios run."""
+        from hypothesis import HealthCheck, given, seed, settings
+
+        from .strategies import scenarios
+
+        options = self._options(options)
+        for pinned in self.pinned:
+            self.check_scenario(agent, inputs, pinned, **options)
+        baseline, points = learn(agent, inputs, self._store_factory, self._ledger, **options)
+        ran = [len(self.pinned)]
+        failing: list[tuple[Scenario, str]] = []
+
+        @seed(self.seed)
+        @settings(max_examples=max_examples, deadline=None, database=None, report_multiple_bugs=False,
+                  suppress_health_check=list(HealthCheck))
+        @given(scenarios(points, max_crashes=max_crashes, mismatch=list(mismatch),  # type: ignore[arg-type]
+                         reconcilers=list(reconcilers)))
+        def one(scenario: Scenario) -> None:
+            ran[0] += 1
+            if self._ledger is not None:
+                # Each example needs its own crash-free expectation, as the ledger counts per run.
+                learn(agent, inputs, self._store_factory, self._ledger, **options)
+            result, injector = run_scenario(agent, inputs, self._store_factory, scenario, self._ledger, **options)
+            outcome = check(scenario, baseline, result, injector, self._ledger)
+            if not outcome.ok:
+                failing.append((scenario, _explain(outcome, self._ledger)))
+                raise DurableInvariantError(failing[-1][1])
+
+        try:
+            one()
+        except DurableInvariantError:
+            scenario, text = failing[-1]  # Hypothesis re-runs the minimal example last
+            raise DurableInvariantError(f"minimal failing crash schedule: {scenario.describe()}\n{text}\n"
+                                        f"reproduce with:\n    {scenario.decorator()}\n"
+                                        f"(or --durable-seed {self.seed})") from None
+        finally:
+            self._count(scenarios=ran[0])
+        return ran[0]
+
+    # -- determinism ---------------------------------------------------------------------------------------
+
+    def check_journal(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, name: str | None = None,
+                      **options: Any) -> str:
+        """Compare the crash-free run's durable calls with the golden journal of this test and agent
+        (write it with ``--durable-update-journals``). Returns ``written``, ``updated`` or ``matched``."""
+        if self.journal_dir is None:
+            raise RuntimeError("golden journals need the durable fixture (no journal directory configured)")
+        label = name or agent.__qualname__
+        self._journal_uses[label] = self._journal_uses.get(label, 0) + 1
+        path = journals.path_for(self.journal_dir, self.test_name, label, self._journal_uses[label])
+        result = self.run(agent, inputs, **options)
+        status = journals.compare(path, label, journals.entries(result), update=self.update_journals)
+        self._count(journals=1)
+        return status
+
+    def assert_deterministic(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, runs: int = 2,
+                             **options: Any) -> None:
+        """Run ``runs`` times on fresh stores and fail at the first durable call whose function id, digest
+        or outcome differs (time, randomness or unordered collections leaking into arguments)."""
+        first = journals.entries(self.run(agent, inputs, **options))
+        for n in range(2, runs + 1):
+            again = journals.entries(self.run(agent, inputs, **options))
+            diff = journals.first_divergence(first, again, ("run 1", f"run {n}"))
+            if diff is not None:
+                raise journals.JournalMismatch(f"{agent.__qualname__} is nondeterministic: run {n} differs from "
+                                               f"run 1 (PLG-2)\n{diff}")
+
+
+def journals_label(c: CrashAt) -> str:
+    from .scenario import format_crash
+
+    try:
+        return format_crash(c)
+    except ValueError:
+        return repr(c)
+
+
+def _explain(outcome: PointOutcome, ledger: Ledger | None) -> str:
+    text = f"durable invariants violated after crashing at {outcome.where}:\n  " + "\n  ".join(outcome.violations)
+    if ledger is not None and ledger.anomalies():
+        text += "\nside-effect ledger:\n" + ledger.table()
+    return text
+
+
+def make_store_factory(url: str, tmp: Callable[[], Path]) -> StoreFactory:
+    """A factory of fresh stores for ``url``; ``tmp`` gives a directory for SQLite files."""
+    if url.startswith("memory"):
+        from reference_runtime.stores.memory import InMemoryStore
+
+        return InMemoryStore
+    if url.startswith("sqlite:"):
+        import uuid
+
+        from reference_runtime.stores.sqlite import SqliteStore
+
+        given = url[len("sqlite:"):]
+        base: list[Path] = [Path(given)] if given else []
+
+        def sqlite() -> ActionStateStore:
+            if not base:
+                base.append(tmp())
+            base[0].mkdir(parents=True, exist_ok=True)
+            # Unique names: several tests and xdist workers may share a directory given in the URL.
+            return SqliteStore(base[0] / f"durable-{uuid.uuid4().hex}.db")
+
+        return sqlite
+    from reference_runtime.stores.urls import open_store
+
+    # Servers are shared between tests and xdist workers: each store gets its own namespace or topic.
+    return lambda: open_store(url, isolated=True)

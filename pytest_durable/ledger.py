@@ -1,0 +1,223 @@
+"""The side-effect ledger (spec PLG-3): count external effects per idempotency call id and classify them
+Jepsen-style against a crash-free run.
+
+Wrap the things that touch the outside world — a function, a client object, a reconciler — and every
+call is booked under the idempotency id of the durable call it ran in (``key/seq/action/index``, the same
+on every recovery). An effect made outside any durable call is booked under ``outside:`` plus its
+arguments, which is exactly the kind of effect a crash duplicates.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Literal, ParamSpec, TypeVar
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+Status = Literal["ok", "duplicated", "lost", "reconciled", "unexpected"]
+#: Statuses that mean an effect did not happen exactly once.
+ANOMALIES: frozenset[Status] = frozenset({"duplicated", "lost", "unexpected"})
+
+
+@dataclass(frozen=True)
+class Effect:
+    """One booked effect: which effect (``name``), under which idempotency id, in which run, and the key
+    the external system deduplicates it on (None: it does not, every call is a new effect)."""
+
+    name: str
+    call_id: str
+    run: int
+    dedup: str | None = None
+
+
+@dataclass(frozen=True)
+class LedgerRow:
+    """The classification of one (effect, idempotency id) pair in the current run."""
+
+    name: str
+    call_id: str
+    expected: int
+    happened: int
+    reconciled: int
+    status: Status
+    attempts: int = 0
+    """Calls made, counting those the external system deduplicated (``happened`` does not)."""
+
+
+class LedgerError(AssertionError):
+    """Raised by :meth:`Ledger.assert_exactly_once`; its message is the ledger table."""
+
+
+def _call_id(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    from reference_runtime.durable import _current_call
+
+    ctx = _current_call.get()
+    if ctx is not None:
+        return ctx.idempotency_key
+    shown = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in sorted(kwargs.items()))])
+    return f"outside:({shown})"
+
+
+class Ledger:
+    """Books effects per run and classifies the current run against an expectation.
+
+    The expectation is the effects of a crash-free run: the harness books one (:meth:`new_run` with
+    ``baseline=True``) before its crash runs. Without one, every id is expected once.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._effects: list[Effect] = []
+        self._reconciles: list[Effect] = []
+        self._run = 0
+        self._baseline: Counter[tuple[str, str]] | None = None
+        self._baseline_run: int | None = None
+        self.label = "run 0"
+
+    # -- booking -----------------------------------------------------------------------------------------
+
+    def book(self, name: str, call_id: str | None = None) -> None:
+        """Book one effect of ``name`` now; ``call_id`` defaults to the running durable call's id."""
+        with self._lock:
+            self._effects.append(Effect(name, call_id or _call_id((), {}), self._run))
+
+    def book_reconciled(self, name: str, call_id: str | None = None) -> None:
+        """Book that a reconciler confirmed ``name`` already happened (instead of doing it again)."""
+        with self._lock:
+            self._reconciles.append(Effect(name, call_id or _call_id((), {}), self._run))
+
+    def wrap(self, fn: Callable[P, R], name: str | None = None, *,
+             dedup: Callable[..., object] | None = None) -> Callable[P, R]:
+        """``fn`` with every call booked. The wrapper keeps ``__module__``/``__qualname__``, so a wrapped
+        durable function keeps its function id and its recorded calls still replay.
+
+        ``dedup`` declares that the external system deduplicates: called with ``fn``'s arguments it returns
+        the key it deduplicates on (e.g. a request id), or None for a call it will not deduplicate. Calls
+        repeating a key count as one effect; a re-execution that sends a *different* key is a duplicate."""
+        label: str = name or str(getattr(fn, "__qualname__", repr(fn)))
+
+        @functools.wraps(fn)
+        def booked(*args: P.args, **kwargs: P.kwargs) -> R:
+            found = None if dedup is None else dedup(*args, **kwargs)
+            key = None if found is None else str(found)
+            with self._lock:
+                self._effects.append(Effect(label, _call_id(args, kwargs), self._run, key))
+            return fn(*args, **kwargs)
+
+        return booked
+
+    def wrap_reconciler(self, fn: Callable[[], R], name: str) -> Callable[[], R]:
+        """A reconciler that books ``name`` as reconciled when it answers (returns without raising)."""
+
+        @functools.wraps(fn)
+        def reconcile() -> R:
+            value = fn()
+            self.book_reconciled(name)
+            return value
+
+        return reconcile
+
+    def client(self, obj: Any, name: str | None = None, methods: Iterable[str] | None = None) -> Any:
+        """A proxy over an HTTP-like client or DB handle: each public method call (or only ``methods``)
+        is booked as ``name.method``."""
+        return _BookedClient(self, obj, name or type(obj).__name__, frozenset(methods) if methods else None)
+
+    # -- runs ----------------------------------------------------------------------------------------------
+
+    def new_run(self, label: str, *, baseline: bool = False) -> None:
+        """Start booking a new run; with ``baseline`` it becomes the expectation for the runs after it."""
+        with self._lock:
+            self._run += 1
+            self.label = label
+            if baseline:
+                self._baseline_run = self._run
+
+    def _counts(self, items: list[Effect], run: int) -> Counter[tuple[str, str]]:
+        return Counter((e.name, e.call_id) for e in items if e.run == run)
+
+    def _delivered(self, run: int) -> Counter[tuple[str, str]]:
+        # Deduplicated effects count once per distinct key; others once per call.
+        seen: set[tuple[str, str, str]] = set()
+        out: Counter[tuple[str, str]] = Counter()
+        for e in self._effects:
+            if e.run != run:
+                continue
+            if e.dedup is not None:
+                if (e.name, e.call_id, e.dedup) in seen:
+                    continue
+                seen.add((e.name, e.call_id, e.dedup))
+            out[(e.name, e.call_id)] += 1
+        return out
+
+    def rows(self) -> list[LedgerRow]:
+        """Every (effect, id) pair of the current run with its classification, sorted."""
+        with self._lock:
+            attempts = self._counts(self._effects, self._run)
+            happened = self._delivered(self._run)
+            reconciled = self._counts(self._reconciles, self._run)
+            if self._baseline_run is not None and self._baseline_run != self._run:
+                expected = self._delivered(self._baseline_run)
+            else:
+                expected = Counter(dict.fromkeys(happened, 1))
+        rows = []
+        for pair in sorted(set(happened) | set(expected) | set(reconciled)):
+            want, got, rec = expected.get(pair, 0), happened.get(pair, 0), reconciled.get(pair, 0)
+            status: Status
+            if want == 0:
+                status = "unexpected"
+            elif got > want:
+                status = "duplicated"
+            elif got < want:
+                status = "lost"
+            elif rec:
+                status = "reconciled"
+            else:
+                status = "ok"
+            rows.append(LedgerRow(pair[0], pair[1], want, got, rec, status, attempts.get(pair, 0)))
+        return rows
+
+    def anomalies(self) -> list[LedgerRow]:
+        """Rows that are duplicated, lost or unexpected."""
+        return [r for r in self.rows() if r.status in ANOMALIES]
+
+    def counts(self) -> Counter[str]:
+        """How many rows of the current run have each status."""
+        return Counter(r.status for r in self.rows())
+
+    def table(self, rows: list[LedgerRow] | None = None) -> str:
+        """The ledger as an aligned text table."""
+        rows = self.rows() if rows is None else rows
+        head = ("effect", "idempotency id", "expected", "happened", "attempts", "reconciled", "status")
+        body = [(r.name, r.call_id, str(r.expected), str(r.happened), str(r.attempts), str(r.reconciled), r.status)
+                for r in rows]
+        widths = [max(len(line[i]) for line in [head, *body]) for i in range(len(head))]
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
+                         for line in [head, *body])
+
+    def violations(self) -> list[str]:
+        """One PLG-3 message per anomaly of the current run."""
+        return [f"PLG-3: effect {r.name} for {r.call_id} {r.status} in {self.label} "
+                f"(expected {r.expected}, happened {r.happened})" for r in self.anomalies()]
+
+    def assert_exactly_once(self) -> None:
+        """Fail with the ledger table unless every effect of the current run happened as expected."""
+        bad = self.anomalies()
+        if bad:
+            raise LedgerError(f"side effects not exactly once in {self.label} (PLG-3):\n{self.table()}")
+
+
+class _BookedClient:
+    def __init__(self, ledger: Ledger, obj: Any, name: str, methods: frozenset[str] | None) -> None:
+        self._ledger, self._obj, self._name, self._methods = ledger, obj, name, methods
+
+    def __getattr__(self, attr: str) -> Any:
+        value = getattr(self._obj, attr)
+        wanted = attr in self._methods if self._methods is not None else not attr.startswith("_")
+        if callable(value) and wanted:
+            return self._ledger.wrap(value, f"{self._name}.{attr}")
+        return value
