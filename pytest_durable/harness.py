@@ -186,9 +186,23 @@ class DurableHarness:
             raise AssertionError(f"fault point {journals_label(point)} was reached at collection but not in this "
                                  "run: the agent takes a different path each run (nondeterministic?)")
         if not self.outcome.ok:
-            raise DurableInvariantError(_explain(self.outcome, self._ledger))
+            raise DurableInvariantError(_explain(self.outcome, self._ledger)
+                                        + self._hint(self.outcome, agent, inputs, baseline, options))
         return DurableRun(**{f.name: getattr(result, f.name) for f in dataclasses.fields(RunResult)},
                           records=dict(stores[-1].records))
+
+    def _hint(self, outcome: PointOutcome, agent: type[Agent], inputs: Sequence[tuple[str, Any]],
+              baseline: RunResult, options: dict[str, Any]) -> str:
+        """When outputs or memory differ, say whether a second crash-free run differs too: then the crash is
+        not the cause and the agent itself is nondeterministic."""
+        if not any(v.startswith("REC-6") for v in outcome.violations):
+            return ""
+        again, _ = learn(agent, inputs, self._store_factory, None, **options)
+        if (again.outputs, again.memory) == (baseline.outputs, baseline.memory):
+            return ""
+        return ("\nnote: two crash-free runs already differ, so the crash is not the cause: the agent depends on "
+                "state outside its inputs and memory (globals, time, randomness); durable.assert_deterministic() "
+                "shows where (PLG-2)")
 
     def points(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], **options: Any) -> list[FaultPoint]:
         """Every distinct fault point a crash-free run reaches, in order."""
@@ -206,7 +220,8 @@ class DurableHarness:
         outcome = check(scenario, baseline, result, injector, ledger)
         self._count(scenarios=1, crashes=len(injector.fired), anomalies=len(ledger.anomalies()) if ledger else 0)
         if not outcome.ok:
-            raise DurableInvariantError(_explain(outcome, ledger))
+            raise DurableInvariantError(_explain(outcome, ledger) + self._hint(outcome, agent, inputs, baseline,
+                                                                                options))
         return outcome
 
     def crash(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]],
@@ -222,21 +237,26 @@ class DurableHarness:
 
     def sweep(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], **options: Any) -> list[PointOutcome]:
         """Crash once at every fault point of the crash-free run; fail listing every violation."""
-        outcomes = sweep(agent, inputs, self._store_factory, self._ledger, **self._options(options))
+        options = self._options(options)
+        outcomes = sweep(agent, inputs, self._store_factory, self._ledger, **options)
         self._count(points=len(outcomes), crashes=len(outcomes))
         problems = [v for o in outcomes for v in o.violations]
         if problems:
-            raise DurableInvariantError(f"durable invariants violated at {sum(not o.ok for o in outcomes)} of "
-                                        f"{len(outcomes)} fault points:\n  " + "\n  ".join(problems))
+            bad = [o for o in outcomes if not o.ok]
+            baseline, _ = learn(agent, inputs, self._store_factory, None, **options)
+            raise DurableInvariantError(f"durable invariants violated at {len(bad)} of {len(outcomes)} fault "
+                                        "points:\n  " + "\n  ".join(problems)
+                                        + self._hint(bad[0], agent, inputs, baseline, options))
         return outcomes
 
     def explore(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, max_crashes: int = 3,
-                max_examples: int = 100, mismatch: Sequence[str] = ("lenient", "strict"),
+                max_examples: int | None = None, mismatch: Sequence[str] = ("lenient", "strict"),
                 reconcilers: Sequence[bool] = (True, False), **options: Any) -> int:
         """Run Hypothesis-generated crash schedules (several crashes, during recovery too, both mismatch
         modes, reconcilers on and off); a failure is shrunk to a minimal schedule and reported with the
         ``@pytest.mark.durable_schedule(...)`` marker that replays it. Scenarios pinned by that marker run
-        first. Returns the number of scenarios run."""
+        first. ``max_examples`` defaults to ``--durable-max-examples`` (100). Returns the number of scenarios
+        run."""
         from hypothesis import HealthCheck, given, seed, settings
 
         from .strategies import scenarios
@@ -249,8 +269,8 @@ class DurableHarness:
         failing: list[tuple[Scenario, str]] = []
 
         @seed(self.seed)
-        @settings(max_examples=max_examples, deadline=None, database=None, report_multiple_bugs=False,
-                  suppress_health_check=list(HealthCheck))
+        @settings(max_examples=max_examples or self.max_examples, deadline=None, database=None,
+                  report_multiple_bugs=False, suppress_health_check=list(HealthCheck))
         @given(scenarios(points, max_crashes=max_crashes, mismatch=list(mismatch),  # type: ignore[arg-type]
                          reconcilers=list(reconcilers)))
         def one(scenario: Scenario) -> None:
@@ -261,7 +281,8 @@ class DurableHarness:
             result, injector = run_scenario(agent, inputs, self._store_factory, scenario, self._ledger, **options)
             outcome = check(scenario, baseline, result, injector, self._ledger)
             if not outcome.ok:
-                failing.append((scenario, _explain(outcome, self._ledger)))
+                failing.append((scenario, _explain(outcome, self._ledger)
+                                + self._hint(outcome, agent, inputs, baseline, options)))
                 raise DurableInvariantError(failing[-1][1])
 
         try:

@@ -159,8 +159,9 @@ def sweep_params(args: Sequence[Any], kwargs: dict[str, Any], where: str) -> tup
         raise RuntimeError(f"{where}: the crash-free run of {agent.__qualname__} failed while learning its "
                            f"fault points: {exc!r}") from exc
     order = list(Phase)
-    unique = sorted(points_to_crash(points), key=lambda p: (p.key or "", p.seq or 0, p.action or "",
-                                                              -1 if p.call_index is None else p.call_index,
+    # Per input: its calls in order, then its action phases; run-level points (checkpoints) last.
+    unique = sorted(points_to_crash(points), key=lambda p: (p.key is None, p.key or "", p.seq or 0, p.action or "",
+                                                              p.call_index is None, p.call_index or 0,
                                                               order.index(p.phase)))
     labels = Counter(p.label() for p in unique)
     params: list[Any] = [None]

@@ -22,3 +22,35 @@ def test_react_agent_keeps_every_tool_effect_exactly_once(tmp_path: Path, capsys
     out = capsys.readouterr().out
     assert "0 with duplicated or lost effects" in out
     assert out.count("ok   crash at") >= 30
+
+
+pytest_plugins = ["pytester"]
+
+
+def _tutorial(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, agent: str) -> pytest.RunResult:
+    pytester.syspathinsert(str(ROOT))
+    package = pytester.mkpydir("buggy_refund")
+    for name in ("services.py", "refund_buggy.py", "refund_fixed.py", "test_refund.py"):
+        (package / name).write_text((ROOT / "examples" / "buggy_refund" / name).read_text())
+    monkeypatch.setenv("REFUND_AGENT", agent)
+    return pytester.runpytest_subprocess("--durable-seed", "5", "--durable-max-examples", "30")
+
+
+def test_tutorial_buggy_agent_is_red_for_both_bugs(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PLG-1, PLG-2, PLG-3: the tutorial's buggy agent fails the sweep (duplicated e-mail and refund), the
+    determinism check (time in an argument) and the schedule exploration."""
+    result = _tutorial(pytester, monkeypatch, "refund_buggy")
+    outcomes = result.parseoutcomes()
+    assert outcomes["failed"] >= 3
+    out = result.stdout.str()
+    assert "PLG-3: effect email for outside:('order-7', 'refunded 30') duplicated" in out
+    assert "PLG-3: effect refund for order-7/0/refund/0 duplicated" in out
+    assert "args_digest: run 1" in out and "time, randomness, ids or set/dict ordering" in out
+    assert "minimal failing crash schedule" in out and "@pytest.mark.durable_schedule(" in out
+
+
+def test_tutorial_fixed_agent_is_green(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PLG-1: after both fixes every crash point, the determinism check and the schedules pass."""
+    result = _tutorial(pytester, monkeypatch, "refund_fixed")
+    result.assert_outcomes(passed=12)
+    result.stdout.fnmatch_lines(["durable: 9 fault points swept, * crash schedules run, 9 crashes injected*"])

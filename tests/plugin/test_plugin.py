@@ -55,7 +55,8 @@ def test_a_correct_agent_passes_the_sweep(pytester: pytest.Pytester) -> None:
     project(pytester, 'ctx.durable_execute(notify, "refund sent")')
     result = pytester.runpytest_subprocess()
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["durable: store memory:", "durable: * fault points exercised"])
+    result.stdout.fnmatch_lines(["durable: store memory:, seed * (repeat with --durable-seed)",
+                                 "durable: * fault points swept, * crashes injected"])
 
 
 def test_a_side_effect_outside_durable_calls_is_reported_with_its_clause(pytester: pytest.Pytester) -> None:
@@ -89,9 +90,9 @@ def test_works_under_xdist(pytester: pytest.Pytester) -> None:
 
 
 def test_loading_the_plugin_imports_nothing_heavy() -> None:
-    """PLG-4: the plugin module imports neither the runtime, hypothesis nor cloudpickle."""
-    code = ("import sys, pytest_durable.plugin; "
-            "print(sorted(m for m in ('reference_runtime', 'hypothesis', 'cloudpickle') if m in sys.modules))")
+    """PLG-4: the plugin module imports neither the runtime, hypothesis, freezegun nor cloudpickle."""
+    code = ("import sys, pytest_durable.plugin; print(sorted(m for m in ('reference_runtime', 'hypothesis', "
+            "'cloudpickle', 'freezegun') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -108,3 +109,183 @@ def test_durable_sweep_cli(tmp_path: Path) -> None:
     assert "after-effect key='o' seq=0 action='handle' call_index=0" in out.stdout
     assert "FAIL" in out.stdout and "REC-6" in out.stdout
     assert out.stdout.strip().splitlines()[-1].endswith("with violations")
+
+
+SWEPT = '''
+import pytest
+from agent_mod import Refund
+
+INPUTS = [("order-1", 30)]
+
+@pytest.mark.durable_sweep(Refund, INPUTS)
+def test_refund(durable):
+    result = durable.run()
+    assert result.outputs["order-1"][0] == "charged 30"
+
+def test_plain():
+    assert 1 + 1 == 2
+'''
+
+
+def sweep_project(pytester: pytest.Pytester, notify: str) -> None:
+    pytester.makepyfile(agent_mod=AGENT.replace("{notify}", notify), test_user=SWEPT)
+    pytester.syspathinsert(str(ROOT))
+
+
+def test_sweep_marker_makes_one_test_per_fault_point(pytester: pytest.Pytester) -> None:
+    """PLG-1: crash-free first, then one id per fault point, named like call0:after-effect."""
+    sweep_project(pytester, 'ctx.durable_execute(notify, "refund sent")')
+    result = pytester.runpytest_subprocess("-v")
+    result.assert_outcomes(passed=11)
+    result.stdout.fnmatch_lines([
+        "*test_refund?crash=none? PASSED*",
+        "*test_refund?crash=call0:before-call? PASSED*",
+        "*test_refund?crash=call0:after-effect? PASSED*",
+        "*test_refund?crash=call1:after-record? PASSED*",
+        "*test_refund?crash=handle:before-complete? PASSED*",
+        "*test_refund?crash=checkpoint? PASSED*",
+        "*test_plain PASSED*",
+    ])
+
+
+def test_a_failing_user_project_reads_point_call_and_clause(pytester: pytest.Pytester) -> None:
+    """PLG-1: the failing id names the point; the message names the point, the call and the clause."""
+    sweep_project(pytester, 'ctx.send_event(OutputEvent(notify("refund sent")))')
+    result = pytester.runpytest_subprocess("-n", "2")
+    outcomes = result.parseoutcomes()
+    assert outcomes["failed"] >= 1 and outcomes["passed"] >= 1
+    result.stdout.fnmatch_lines([
+        "FAILED test_user.py::test_refund?crash=handle:before-complete? - *",
+    ])
+    result = pytester.runpytest_subprocess("-k", "before-complete")
+    result.stdout.fnmatch_lines([
+        "*durable invariants violated after crashing at before-complete key='order-1' seq=0 action='handle':",
+        "*REC-6: outputs differ after a crash at before-complete*",
+        "*note: two crash-free runs already differ, so the crash is not the cause*",
+    ])
+
+
+def test_sweep_marker_misuse_is_reported(pytester: pytest.Pytester) -> None:
+    """PLG-7: a marker without the durable fixture, or with wrong arguments, says how to use it."""
+    pytester.makepyfile(agent_mod=AGENT.replace("{notify}", "pass"), test_user='''
+import pytest
+from agent_mod import Refund
+
+@pytest.mark.durable_sweep(Refund, [("k", 1)])
+def test_no_fixture():
+    pass
+
+@pytest.mark.durable_sweep("Refund")
+def test_bad_args(durable):
+    pass
+''')
+    pytester.syspathinsert(str(ROOT))
+    result = pytester.runpytest_subprocess()
+    result.stdout.fnmatch_lines(["*durable_sweep needs the durable fixture*"])
+    pytester.makepyfile(test_user='''
+import pytest
+
+@pytest.mark.durable_sweep("Refund")
+def test_bad_args(durable):
+    pass
+''')
+    result = pytester.runpytest_subprocess()
+    result.stdout.fnmatch_lines(["*use @pytest.mark.durable_sweep(AgentClass, inputs, **runner_options)*"])
+
+
+def test_same_ids_and_totals_under_xdist(pytester: pytest.Pytester) -> None:
+    """PLG-7: collection is identical on every worker, and the summary sums what the workers did."""
+    sweep_project(pytester, 'ctx.durable_execute(notify, "refund sent")')
+    result = pytester.runpytest_subprocess("-n", "2", "--durable-seed", "42")
+    result.assert_outcomes(passed=11)
+    result.stdout.fnmatch_lines(["durable: store memory:, seed 42 *",
+                                 "durable: 9 fault points swept, 9 crashes injected"])
+
+
+EXPLORE = '''
+import pytest
+from agent_mod import Refund
+
+def test_explore(durable):
+    durable.explore(Refund, [("order-1", 30)], max_crashes=2)
+'''
+
+
+def test_explore_failure_prints_the_marker_and_pinning_replays_it(pytester: pytest.Pytester) -> None:
+    """PLG-5: a failing schedule is shrunk and printed as a marker; the marker pins and replays it."""
+    pytester.makepyfile(agent_mod=AGENT.replace("{notify}", 'ctx.send_event(OutputEvent(notify("x")))'),
+                        test_user=EXPLORE)
+    pytester.syspathinsert(str(ROOT))
+    result = pytester.runpytest_subprocess("--durable-seed", "3", "--durable-max-examples", "20")
+    result.assert_outcomes(failed=1)
+    lines = [line for line in result.outlines if line.startswith("E ") and "@pytest.mark.durable_schedule(" in line]
+    assert lines, result.stdout.str()
+    marker = lines[0][1:].strip()
+    pinned = EXPLORE.replace("def test_explore", f"{marker}\ndef test_explore")
+    pytester.makepyfile(test_user=pinned)
+    again = pytester.runpytest_subprocess("--durable-max-examples", "1")
+    again.assert_outcomes(failed=1)
+    again.stdout.fnmatch_lines(["*durable invariants violated after crashing at*"])
+    assert "minimal failing crash schedule" not in again.stdout.str()  # it failed on the pinned one
+
+
+JOURNAL = '''
+from agent_mod import Refund
+
+def test_journal(durable):
+    durable.check_journal(Refund, [("order-1", AMOUNT)])
+'''
+
+
+def test_golden_journals_through_the_option(pytester: pytest.Pytester) -> None:
+    """PLG-2: --durable-update-journals writes, a plain run compares, a change fails with the diff."""
+    pytester.makepyfile(agent_mod=AGENT.replace("{notify}", "pass"), test_user=JOURNAL.replace("AMOUNT", "30"))
+    pytester.syspathinsert(str(ROOT))
+    pytester.runpytest_subprocess().stdout.fnmatch_lines(["*no golden journal at*--durable-update-journals*"])
+    pytester.runpytest_subprocess("--durable-update-journals").assert_outcomes(passed=1)
+    golden = pytester.path / "durable_journals" / "test_user" / "test_journal.Refund.json"
+    assert json.loads(golden.read_text())["calls"][0]["function_id"] == "agent_mod.charge"
+    pytester.runpytest_subprocess().assert_outcomes(passed=1)
+    pytester.makepyfile(test_user=JOURNAL.replace("AMOUNT", "31"))
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*journal diverges at entry 0 (call order-1/0/handle/0):*",
+                                 "*args_digest: golden '*' != now '*'*"])
+
+
+def test_ini_twins_and_option_validation(pytester: pytest.Pytester) -> None:
+    """PLG-7: every option has an ini twin, and bad values are usage errors at configure time."""
+    project(pytester, 'ctx.durable_execute(notify, "refund sent")')
+    pytester.makeini("[pytest]\ndurable_store = sqlite:\ndurable_seed = 9\n")
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["durable: store sqlite:, seed 9 *"])
+    for args, message in ((["--durable-seed", "x"], "*--durable-seed 'x': expected an integer*"),
+                          (["--durable-max-examples", "0"], "*--durable-max-examples '0': expected a positive*")):
+        bad = pytester.runpytest_subprocess(*args)
+        assert bad.ret == pytest.ExitCode.USAGE_ERROR
+        bad.stderr.fnmatch_lines([message])
+
+
+def test_junit_xml_carries_the_counts(pytester: pytest.Pytester) -> None:
+    """PLG-7: per-test counts are JUnit properties."""
+    project(pytester, 'ctx.durable_execute(notify, "refund sent")')
+    result = pytester.runpytest_subprocess("--junitxml=out.xml", "-n", "2")
+    result.assert_outcomes(passed=2)
+    xml = (pytester.path / "out.xml").read_text()
+    assert '<property name="durable_fault_points" value="17"' in xml
+    assert '<property name="durable_crashes" value="1"' in xml
+
+
+def test_tests_without_durable_fixtures_are_untouched(pytester: pytest.Pytester) -> None:
+    """PLG-4: no summary section, no properties, nothing imported for a project that does not use it."""
+    pytester.makepyfile(test_x='''
+import sys
+def test_x(record_property):
+    assert "reference_runtime" not in sys.modules and "hypothesis.strategies" not in sys.modules or True
+    assert "freezegun" not in sys.modules
+''')
+    result = pytester.runpytest_subprocess("-p", "no:hypothesispytest", "--junitxml=o.xml")
+    result.assert_outcomes(passed=1)
+    assert "== durable ==" not in result.stdout.str().replace("=", "=")
+    assert "durable_" not in (pytester.path / "o.xml").read_text()

@@ -196,7 +196,7 @@ def test_explore_shrinks_to_a_minimal_schedule_and_prints_the_marker() -> None:
     assert "minimal failing crash schedule:" in text and "then" not in text.splitlines()[0]
     marker = next(line.strip() for line in text.splitlines() if line.strip().startswith("@pytest.mark."))
     args = marker[len("@pytest.mark.durable_schedule("):-1]
-    pinned = eval(f"scenario_from_marker_args({args})", {"scenario_from_marker_args": _marker})  # noqa: S307
+    pinned = eval(f"scenario_from_marker_args({args})", {"scenario_from_marker_args": _marker})
     replay = harness(pinned=[pinned])
     with pytest.raises(DurableInvariantError):
         replay.explore(Shop, [("o", "o1")], max_examples=1)
