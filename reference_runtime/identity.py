@@ -34,18 +34,27 @@ def args_digest(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-_PLAIN = (str, int, float, bool, bytes, type(None))
+_PLAIN = frozenset({str, int, float, bool, bytes, type(None)})
 
 
 def _is_plain(value: Any, depth: int = 0) -> bool:
-    if isinstance(value, _PLAIN):
+    # Exact types only: a subclass (an IntEnum, a str subclass) may pickle differently under cloudpickle.
+    # Loops rather than all(<genexpr>): this runs for every durable call's arguments and result.
+    t = type(value)
+    if t in _PLAIN:
         return True
     if depth > 20:
         return False
-    if type(value) in (list, tuple):
-        return all(_is_plain(v, depth + 1) for v in value)
-    if type(value) is dict:
-        return all(type(k) is str and _is_plain(v, depth + 1) for k, v in value.items())
+    if t is list or t is tuple:
+        for v in value:
+            if type(v) not in _PLAIN and not _is_plain(v, depth + 1):
+                return False
+        return True
+    if t is dict:
+        for k, v in value.items():
+            if type(k) is not str or (type(v) not in _PLAIN and not _is_plain(v, depth + 1)):
+                return False
+        return True
     return False
 
 
