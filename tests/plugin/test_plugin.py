@@ -281,11 +281,10 @@ def test_tests_without_durable_fixtures_are_untouched(pytester: pytest.Pytester)
     """PLG-4: no summary section, no properties, nothing imported for a project that does not use it."""
     pytester.makepyfile(test_x='''
 import sys
-def test_x(record_property):
-    assert "reference_runtime" not in sys.modules and "hypothesis.strategies" not in sys.modules or True
-    assert "freezegun" not in sys.modules
+def test_x():
+    assert [m for m in ("reference_runtime", "freezegun", "cloudpickle") if m in sys.modules] == []
 ''')
-    result = pytester.runpytest_subprocess("-p", "no:hypothesispytest", "--junitxml=o.xml")
+    result = pytester.runpytest_subprocess("--junitxml=o.xml")
     result.assert_outcomes(passed=1)
-    assert "== durable ==" not in result.stdout.str().replace("=", "=")
+    assert "durable:" not in result.stdout.str().split("test session starts")[1].split("rootdir")[1]
     assert "durable_" not in (pytester.path / "o.xml").read_text()
