@@ -72,8 +72,14 @@ async def run_batch(ex: ActionExecution, calls: list[DurableCall], config: Mappi
         ex.fault(Phase.AFTER_PENDING, new[0].index, new[0].fid)
     window = asyncio.Semaphore(parallelism)
 
+    halted: list[BaseException] = []
+
     async def run(slot: _Slot) -> None:
         async with window:
+            if halted:
+                # A crash in another slot is a dead process: nothing may start after it (not even in the
+                # moment between its window slot being released and the batch noticing).
+                return
             slot.started = True
             if slot.plan == "reconcile":
                 assert slot.call.reconciler is not None
@@ -82,7 +88,11 @@ async def run_batch(ex: ActionExecution, calls: list[DurableCall], config: Mappi
             else:
                 outcome = await ex.offload(slot.call.func, slot.call.args, slot.kwargs,
                                            ex.context_for(slot.index, slot.fid, slot.digest))
-            _finalize(ex, slot, outcome)
+            try:
+                _finalize(ex, slot, outcome)
+            except BaseException as exc:
+                halted.append(exc)
+                raise
 
     tasks = {asyncio.ensure_future(run(s)): s for s in slots if s.plan != "replay"}
     try:
