@@ -6,7 +6,6 @@ Skipped when Tansu or confluent-kafka is missing, unless ``DURABLE_REQUIRE_SERVE
 from __future__ import annotations
 
 import socket
-import threading
 import time
 import uuid
 import zlib
@@ -495,33 +494,6 @@ def test_record_with_an_unknown_key_fails_the_rebuild(tansu: str, store: Any) ->
     with pytest.raises(CorruptRecordError, match=r"'X\|what'@1:\d+"):
         store.rebuild_state([])
     assert store.get(ref("k", 0)) is not None
-
-
-def test_concurrent_writers_on_distinct_keys(store: Any) -> None:
-    """STORE-5: deltas from several threads of one store object on distinct keys all land and survive a
-    restart."""
-    errors: list[BaseException] = []
-
-    def writer(key: str) -> None:
-        try:
-            r = ref(key, 0)
-            store.put(r, ActionState())
-            for i in range(10):
-                store.put_call_results(r, i, [CallResult.succeeded("f", str(i), b"x")])
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=writer, args=(f"k{n}",)) for n in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
-    store = restart(store)
-    for n in range(4):
-        got = store.get(ref(f"k{n}", 0))
-        assert got is not None and [c.args_digest for c in got.call_results] == [str(i) for i in range(10)]
-    store.close()
 
 
 # --- the conformance kit, dogfooded -----------------------------------------------------------------------
