@@ -191,6 +191,17 @@ def test_bad_args(durable):
 ''')
     result = pytester.runpytest_subprocess()
     result.stdout.fnmatch_lines(["*use @pytest.mark.durable_sweep(AgentClass, inputs, **runner_options)*"])
+    pytester.makepyfile(test_user='''
+import pytest
+from agent_mod import Refund
+
+@pytest.mark.durable_sweep(Refund, [("k", 1)])
+def test_forgot_to_run(durable):
+    pass
+''')
+    result = pytester.runpytest_subprocess()
+    assert result.parseoutcomes()["errors"] == 7  # crash-free + 6 points, none exercised
+    result.stdout.fnmatch_lines(["*marked durable_sweep but never called durable.run()*"])
 
 
 def test_same_ids_and_totals_under_xdist(pytester: pytest.Pytester) -> None:
