@@ -11,11 +11,26 @@ A backend author writes one test file::
         @pytest.fixture(scope="session")
         def durable_store_factory(self):
             return StoreFactory(MyStore, reopen=MyStore.reopen, capabilities={"core", "restart"})
+
+and a runner author subclasses :class:`RunnerConformance` and overrides ``durable_runner_factory``
+(see docs/conformance/howto.md).
 """
 
 SUITE_VERSION = "0.1.0"
 
 from .factory import CAPABILITIES, StoreFactory, factory_from_url  # noqa: E402
+from .runner_factory import RUNNER_CAPABILITIES, RunFunction, RunnerFactory  # noqa: E402
+from .runner_suite import RunnerConformance  # noqa: E402
 from .store_suite import StoreConformance  # noqa: E402
 
-__all__ = ["CAPABILITIES", "SUITE_VERSION", "StoreConformance", "StoreFactory", "factory_from_url"]
+__all__ = [
+    "CAPABILITIES",
+    "RUNNER_CAPABILITIES",
+    "SUITE_VERSION",
+    "RunFunction",
+    "RunnerConformance",
+    "RunnerFactory",
+    "StoreConformance",
+    "StoreFactory",
+    "factory_from_url",
+]

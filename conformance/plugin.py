@@ -1,114 +1,286 @@
 """The conformance kit's pytest plugin: ``clause``/``capability`` markers, per-capability levels in the
-terminal summary, JSON and Markdown reports. Load with ``-p conformance.plugin`` (``durable certify``
-does) or ``pytest_plugins = ["conformance.plugin"]`` in a conftest.
+terminal summary, JSON and Markdown reports, the session seed and known-failures files. Load with
+``-p conformance.plugin`` (``durable certify`` does) or ``pytest_plugins = ["conformance.plugin"]`` in a
+conftest.
 
-Results travel as ``user_properties`` (clause, capability, backend), so they reach the controller under
-pytest-xdist and appear in JUnit XML.
+Results travel as ``user_properties`` (clause, capability, backend, declared capabilities), so they reach
+the controller under pytest-xdist and appear in JUnit XML. Everything a run records lives on one
+:class:`_Recorder` per pytest config, so nested runs (pytester, ``durable certify`` inside a test) keep
+their results apart.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from . import SUITE_VERSION
+from . import known_failures as kf
 
-_RESULTS = pytest.StashKey[list[dict[str, Any]]]()
 LEVELS = ("FULL", "BASE", "PARTIAL", "NONE")
+#: Capabilities that are a backend's baseline: a store's ``core``, a runner's ``runner``.
+BASELINE_CAPABILITIES = ("core", "runner")
+#: Version of the JSON report's layout (docs/conformance/reference.md).
+REPORT_SCHEMA = 2
+
+_RECORDER = pytest.StashKey["_Recorder"]()
+
+
+class KnownFailureWarning(pytest.PytestWarning):
+    """An entry of the known-failures file matches no test selected for this run (spec CONF-5)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("durable-conformance")
     group.addoption("--durable-conformance-report", metavar="FILE", default=None,
                     help="write the conformance report as JSON to FILE (a .md twin is written next to it)")
+    group.addoption("--durable-known-failures", metavar="FILE", default=None,
+                    help="run the checks listed in FILE as strict xfail (lines: '<node id or suffix>  # reason'); "
+                         "overrides the ini value durable_known_failures")
+    group.addoption("--durable-write-known-failures", metavar="FILE", default=None,
+                    help="write a fresh known-failures file listing every test that failed in this run")
+    group.addoption("--durable-conformance-seed", metavar="N", type=int, default=None,
+                    help="seed of the kit's randomized checks (default: a fresh random seed, printed)")
+    parser.addini("durable_known_failures", "known-failures file (relative to the ini file)", default="")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "clause(id): the spec clause a conformance check proves")
     config.addinivalue_line("markers", "capability(name): the backend capability a check needs")
-    config.stash[_RESULTS] = []
+    config.stash[_RECORDER] = _Recorder(config)
+
+
+def _recorder(config: pytest.Config) -> _Recorder | None:
+    return config.stash.get(_RECORDER, None)
+
+
+def session_seed(config: pytest.Config) -> int | None:
+    """The seed of this run's randomized checks (the same on every xdist worker), or None when the plugin
+    is not loaded."""
+    rec = _recorder(config)
+    return None if rec is None else rec.seed
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+class _Recorder:
+    """Per-config state: seed, known failures, and the check results gathered on this process."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.results: list[dict[str, Any]] = []
+        self.failures: dict[str, str] = {}
+        self.reports: list[dict[str, Any]] = []
+        self.notes: list[str] = []
+        self._warned = False
+        workerinput: dict[str, Any] = getattr(config, "workerinput", {})
+        seed = workerinput.get("durable_conformance_seed", config.getoption("--durable-conformance-seed", None))
+        self.seed: int = int(seed) if seed is not None else secrets.randbelow(2**32)
+        self.known_path = self._known_failures_path()
+        self.known: list[kf.KnownFailure] = []
+        if self.known_path is not None:
+            try:
+                self.known = kf.load(self.known_path)
+            except kf.KnownFailuresError as exc:
+                raise pytest.UsageError(str(exc)) from exc
+        config.pluginmanager.register(self, "durable-conformance-recorder")
+
+    def _known_failures_path(self) -> Path | None:
+        option = self.config.getoption("--durable-known-failures", None)
+        if option:
+            return (self.config.invocation_params.dir / str(option)).resolve()
+        ini = str(self.config.getini("durable_known_failures") or "").strip()
+        if ini:
+            base = self.config.inipath.parent if self.config.inipath else self.config.rootpath
+            return (base / ini).resolve()
+        return None
+
+    # -- known failures -----------------------------------------------------------------------------------
+    def mark_known_failures(self, items: Sequence[pytest.Item]) -> None:
+        if not self.known:
+            return
+        for item in items:
+            entry = kf.match(self.known, item.nodeid)
+            if entry is not None:
+                item.add_marker(pytest.mark.xfail(reason=entry.xfail_reason(), strict=True, run=True))
+                item.user_properties.append(("known_failure", entry.entry))
+
+    def warn_unmatched(self, nodeids: Sequence[str]) -> None:
+        if self._warned or not self.known:
+            return
+        self._warned = True
+        for entry in kf.unmatched(self.known, nodeids):
+            self.config.issue_config_time_warning(
+                KnownFailureWarning(f"known-failures entry {entry.entry!r} ({entry.where()}) matches no "
+                                    f"collected test; remove it or fix its id"),
+                stacklevel=2,
+            )
+
+    # -- results -----------------------------------------------------------------------------------------
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.failed and not _is_xpass_strict(report):
+            self.failures.setdefault(report.nodeid, _reason(report) or "failed")
+        elif report.skipped and hasattr(report, "wasxfail") and report.when in ("setup", "call"):
+            self.failures.setdefault(report.nodeid, _reason(report) or "known failure")
+        props = dict(report.user_properties)
+        if "capability" not in props:
+            return
+        if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+            outcome: str = report.outcome
+            if report.skipped and hasattr(report, "wasxfail"):
+                outcome = "xfailed"
+            elif _is_xpass_strict(report):
+                outcome = "xpassed"
+            self.results.append({
+                "nodeid": report.nodeid,
+                "outcome": outcome,
+                "capability": props["capability"],
+                "clauses": sorted({v for k, v in report.user_properties if k == "clause"}),
+                "backend": props.get("backend"),
+                "declared_capabilities": sorted(filter(None, str(props.get("declared_capabilities", "")).split(","))),
+                "known_failure": props.get("known_failure"),
+                "reason": _reason(report),
+            })
+
+    def finish(self) -> None:
+        results = sorted(self.results, key=lambda r: r["nodeid"])
+        self.reports = []
+        for backend in sorted({r["backend"] or "unknown backend" for r in results}):
+            mine = [r for r in results if (r["backend"] or "unknown backend") == backend]
+            overall, caps = levels(mine)
+            declared = sorted({c for r in mine for c in r["declared_capabilities"]})
+            self.reports.append({
+                "schema": REPORT_SCHEMA, "suite_version": SUITE_VERSION, "seed": self.seed, "backend": backend,
+                "declared_capabilities": declared, "level": overall, "capabilities": caps,
+                "checks": [{k: v for k, v in r.items() if k != "declared_capabilities"} for r in mine],
+            })
+        path = self.config.getoption("--durable-conformance-report", None)
+        if path and self.reports:
+            target = self.config.invocation_params.dir / path
+            doc = self.reports[0] if len(self.reports) == 1 else {
+                "schema": REPORT_SCHEMA, "suite_version": SUITE_VERSION, "seed": self.seed, "backends": self.reports}
+            target.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+            target.with_suffix(".md").write_text("\n".join(markdown(r) for r in self.reports))
+        write = self.config.getoption("--durable-write-known-failures", None)
+        if write:
+            target = self.config.invocation_params.dir / write
+            target.write_text(kf.render(
+                self.failures.items(),
+                header=f"Known failures written by durable conformance {SUITE_VERSION} (seed {self.seed}).\n"
+                       "Format: <node id or suffix>  # reason. Listed tests run as strict xfail."))
+            self.notes.append(f"wrote {len(self.failures)} known failure(s) to {target}")
+
+
+def _is_xpass_strict(report: pytest.TestReport) -> bool:
+    return isinstance(report.longrepr, str) and report.longrepr.startswith("[XPASS(strict)]")
+
+
+def _reason(report: pytest.TestReport) -> str | None:
+    if hasattr(report, "wasxfail") and report.skipped:
+        crash = getattr(report.longrepr, "reprcrash", None)
+        return str(crash.message) if crash is not None else str(report.wasxfail)
+    if report.skipped and isinstance(report.longrepr, tuple):
+        return str(report.longrepr[2])
+    if report.failed:
+        if isinstance(report.longrepr, str):
+            return report.longrepr
+        crash = getattr(report.longrepr, "reprcrash", None)
+        return str(crash.message) if crash is not None else str(report.longrepr)
+    return None
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    seed = getattr(config.option, "randomly_seed", None)
-    return f"durable conformance suite {SUITE_VERSION}" + (f", seed {seed}" if seed is not None else "")
+    rec = _recorder(config)
+    line = f"durable conformance suite {SUITE_VERSION}"
+    if rec is not None:
+        line += f", seed {rec.seed} (--durable-conformance-seed={rec.seed} repeats it)"
+        if rec.known_path is not None:
+            line += f", known failures: {rec.known_path} ({len(rec.known)} entries)"
+    return line
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist: every worker uses the controller's seed."""
+    rec = _recorder(node.config)
+    if rec is not None:
+        node.workerinput["durable_conformance_seed"] = rec.seed
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: Sequence[str]) -> None:
+    """pytest-xdist: the controller collects nothing itself; it checks entries against a worker's ids."""
+    rec = _recorder(node.config)
+    if rec is not None:
+        rec.warn_unmatched(ids)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # trylast: after -k/-m deselection, so known-failure entries are checked against the selected tests
+    # here as they are under xdist, where the controller sees the workers' (selected) ids.
     for item in items:
         for mark in item.iter_markers("clause"):
             item.user_properties.extend(("clause", str(a)) for a in mark.args)
         cap = item.get_closest_marker("capability")
         if cap is not None:
             item.user_properties.append(("capability", str(cap.args[0])))
+    rec = _recorder(config)
+    if rec is not None:
+        rec.mark_known_failures(items)
+        if not _is_worker(config):
+            rec.warn_unmatched([i.nodeid for i in items])
 
 
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    props = dict(report.user_properties)
-    if "capability" not in props:
-        return
-    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-        config = _CONFIG.get("config")
-        if config is None:
-            return
-        config.stash[_RESULTS].append({
-            "nodeid": report.nodeid,
-            "outcome": report.outcome,
-            "capability": props["capability"],
-            "clauses": sorted({v for k, v in report.user_properties if k == "clause"}),
-            "backend": props.get("backend"),
-            "reason": _reason(report),
-        })
-
-
-_CONFIG: dict[str, pytest.Config] = {}
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionstart(session: pytest.Session) -> None:
-    _CONFIG["config"] = session.config
-
-
-def _reason(report: pytest.TestReport) -> str | None:
-    if report.skipped and isinstance(report.longrepr, tuple):
-        return str(report.longrepr[2])
-    if report.failed:
-        return str(getattr(report.longrepr, "reprcrash", None) and report.longrepr.reprcrash.message)  # type: ignore[union-attr]
-    return None
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    rec = _recorder(session.config)
+    if rec is not None and not _is_worker(session.config):
+        rec.finish()
 
 
 def levels(results: list[dict[str, Any]]) -> tuple[str, dict[str, dict[str, Any]]]:
-    """Per-capability and overall level (definitions in docs/conformance/reference.md)."""
-    by_cap: dict[str, dict[str, Any]] = defaultdict(lambda: {"passed": 0, "failed": 0, "skipped": 0})
+    """Per-capability and overall level (definitions in docs/conformance/reference.md).
+
+    A known failure (``xfailed``) counts against the level like a failure: the backend does not meet
+    the clause, even though the run passes.
+    """
+    by_cap: dict[str, dict[str, Any]] = defaultdict(lambda: {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0})
     failed_clauses: dict[str, set[str]] = defaultdict(set)
     for r in results:
-        by_cap[r["capability"]][r["outcome"]] += 1
-        if r["outcome"] == "failed":
+        # A listed known failure that passed (strict XPASS) fails the run, but the clause is met.
+        by_cap[r["capability"]]["passed" if r["outcome"] == "xpassed" else r["outcome"]] += 1
+        if r["outcome"] in ("failed", "xfailed"):
             failed_clauses[r["capability"]].update(r["clauses"])
     out: dict[str, dict[str, Any]] = {}
     for cap, c in sorted(by_cap.items()):
-        if c["failed"] == 0 and c["passed"] > 0 and c["skipped"] == 0:
+        bad = c["failed"] + c["xfailed"]
+        if bad == 0 and c["passed"] > 0 and c["skipped"] == 0:
             level = "FULL"
-        elif c["failed"] == 0 and c["passed"] > 0:
+        elif bad == 0 and c["passed"] > 0:
             level = "BASE"
         elif c["passed"] > 0:
             level = "PARTIAL"
-        elif c["failed"] == 0:
-            level = "NONE"  # nothing ran: not supported
         else:
-            level = "NONE"
+            level = "NONE"  # nothing passed: unsupported (all skipped) or broken (all failed)
         out[cap] = {**c, "level": level, "failed_clauses": sorted(failed_clauses[cap])}
-    core = out.get("core", {"level": "NONE"})["level"]
-    others = [v["level"] for k, v in out.items() if k != "core"]
-    if core == "FULL" and all(lv == "FULL" for lv in others):
+    baseline = [c for c in BASELINE_CAPABILITIES if c in out] or ["core"]
+    base_levels = [out.get(c, {"level": "NONE"})["level"] for c in baseline]
+    others = [v["level"] for k, v in out.items() if k not in baseline]
+    any_bad = any(v["failed"] + v["xfailed"] for v in out.values())
+    if all(lv == "FULL" for lv in base_levels) and all(lv == "FULL" for lv in others):
         overall = "FULL"
-    elif core == "FULL" and not any(v["failed"] for v in out.values()):
+    elif all(lv == "FULL" for lv in base_levels) and not any_bad:
         overall = "BASE"
-    elif core in ("FULL", "BASE", "PARTIAL"):
+    elif all(lv in ("FULL", "BASE", "PARTIAL") for lv in base_levels):
         overall = "PARTIAL"
     else:
         overall = "NONE"
@@ -116,35 +288,29 @@ def levels(results: list[dict[str, Any]]) -> tuple[str, dict[str, dict[str, Any]
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    stored: list[dict[str, Any]] = config.stash.get(_RESULTS, [])
-    results = sorted(stored, key=lambda r: r["nodeid"])
-    if not results:
+    rec = _recorder(config)
+    if rec is None or (not rec.reports and not rec.notes):
         return
     tr = terminalreporter
     tr.section("durable conformance")
-    reports = []
-    for backend in sorted({r["backend"] or "unknown backend" for r in results}):
-        mine = [r for r in results if (r["backend"] or "unknown backend") == backend]
-        overall, caps = levels(mine)
-        reports.append({"schema": 1, "suite_version": SUITE_VERSION, "backend": backend, "level": overall,
-                        "capabilities": caps, "checks": mine})
-        tr.write_line(f"backend: {backend}   suite: {SUITE_VERSION}   overall level: {overall}")
-        tr.write_line(f"  {'capability':<20}{'level':<9}{'passed':>7}{'failed':>7}{'skipped':>8}  failed clauses")
-        for cap, c in caps.items():
-            tr.write_line(f"  {cap:<20}{c['level']:<9}{c['passed']:>7}{c['failed']:>7}{c['skipped']:>8}  "
-                          f"{', '.join(c['failed_clauses'])}")
-    path = config.getoption("--durable-conformance-report")
-    if path:
-        doc = reports[0] if len(reports) == 1 else {"schema": 1, "suite_version": SUITE_VERSION,
-                                                    "backends": reports}
-        Path(path).write_text(json.dumps(doc, indent=2, sort_keys=True))
-        Path(path).with_suffix(".md").write_text("\n".join(markdown(r) for r in reports))
+    for report in rec.reports:
+        declared = ", ".join(report["declared_capabilities"]) or "-"
+        tr.write_line(f"backend: {report['backend']}   capabilities: {declared}   suite: {SUITE_VERSION}   "
+                      f"seed: {report['seed']}   overall level: {report['level']}")
+        tr.write_line(f"  {'capability':<20}{'level':<9}{'passed':>7}{'failed':>7}{'known':>7}{'skipped':>8}"
+                      "  failed clauses")
+        for cap, c in report["capabilities"].items():
+            tr.write_line(f"  {cap:<20}{c['level']:<9}{c['passed']:>7}{c['failed']:>7}{c['xfailed']:>7}"
+                          f"{c['skipped']:>8}  {', '.join(c['failed_clauses'])}")
+    for note in rec.notes:
+        tr.write_line(note)
 
 
 def markdown(report: dict[str, Any]) -> str:
+    """A Markdown summary of one backend's report, for a README badge section."""
     lines = [f"**durable conformance {report['suite_version']}** — `{report['backend']}`: "
-             f"**{report['level']}**", "", "| capability | level | passed | failed | skipped |",
-             "|---|---|---|---|---|"]
+             f"**{report['level']}** (seed {report['seed']})", "",
+             "| capability | level | passed | failed | known failures | skipped |", "|---|---|---|---|---|---|"]
     for cap, c in report["capabilities"].items():
-        lines.append(f"| {cap} | {c['level']} | {c['passed']} | {c['failed']} | {c['skipped']} |")
+        lines.append(f"| {cap} | {c['level']} | {c['passed']} | {c['failed']} | {c['xfailed']} | {c['skipped']} |")
     return "\n".join(lines) + "\n"

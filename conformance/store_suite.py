@@ -39,6 +39,8 @@ class _StoreChecks:
     @pytest.fixture(autouse=True)
     def _backend_property(self, request: pytest.FixtureRequest, durable_store_factory: StoreFactory) -> None:
         request.node.user_properties.append(("backend", durable_store_factory.name))
+        declared = ",".join(sorted(durable_store_factory.capabilities))
+        request.node.user_properties.append(("declared_capabilities", declared))
 
     @pytest.fixture
     def store(self, durable_store_factory: StoreFactory) -> Iterator[ActionStateStore]:
@@ -220,13 +222,20 @@ class ModelConformance:
     @clause("STORE-4")
     @clause("STORE-5")
     @capability("core")
-    def test_store_matches_reference_model(self, durable_store_factory: StoreFactory) -> None:
-        """STORE-1/3/4/5: random sequences of put/get/delta/truncate/prune/restart agree with a model."""
+    def test_store_matches_reference_model(self, request: pytest.FixtureRequest,
+                                           durable_store_factory: StoreFactory) -> None:
+        """STORE-1/3/4/5: random sequences of put/get/delta/truncate/prune/restart agree with a model.
+        The session seed (``--durable-conformance-seed``, printed in the report) makes the sequences repeatable."""
+        from hypothesis import seed
         from hypothesis.stateful import run_state_machine_as_test
 
         from .model import make_machine
+        from .plugin import session_seed
 
         machine = make_machine(durable_store_factory)
+        run_seed = session_seed(request.config)
+        if run_seed is not None:
+            machine = seed(run_seed)(machine)
         run_state_machine_as_test(machine, settings=machine.TestCase.settings)  # type: ignore[no-untyped-call]
 
 

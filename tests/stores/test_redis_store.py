@@ -18,7 +18,7 @@ from reference_runtime.events import InputEvent
 from reference_runtime.records import ActionRef, ActionState, CallResult, StateRef
 from reference_runtime.stores.redis import RedisStore
 from reference_runtime.stores.urls import open_store
-from tests.stores.redis_server import free_port, start_redis
+from tests.stores.redis_server import free_port
 
 ACTION = ActionRef("act", "m", "A.act", ("_input_event",))
 NAMES = itertools.count()
@@ -26,16 +26,6 @@ NAMES = itertools.count()
 
 def ref(key: str = "k", seq: int = 0) -> StateRef:
     return StateRef(key, seq, ACTION, InputEvent(seq), f"{key}_{seq}_act")
-
-
-@pytest.fixture(scope="session")
-def real_redis() -> Iterator[str]:
-    started = start_redis()
-    if started is None:
-        pytest.skip("redis-server is not installed")
-    url, stop = started
-    yield url
-    stop()
 
 
 @pytest.fixture(params=["fakeredis", "real"])

@@ -1,0 +1,69 @@
+"""``durable certify`` and its report: what the report states (CONF-3) and that it does not depend on
+the number of xdist workers (CONF-6)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance import CAPABILITIES, SUITE_VERSION, certify
+from conformance.plugin import LEVELS, REPORT_SCHEMA
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_report_states_backend_capabilities_suite_version_seed_and_levels(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """CONF-3: the JSON report of `durable certify --store sqlite:DIR` names the backend, the declared
+    capabilities, the suite version and seed, and gives a level per capability; the terminal summary and
+    the Markdown twin say the same."""
+    report = tmp_path / "r.json"
+    assert certify.main(["--store", f"sqlite:{tmp_path}", "--report", str(report), "--seed", "11"]) == 0
+    doc = json.loads(report.read_text())
+    assert doc["schema"] == REPORT_SCHEMA
+    assert doc["backend"] == "sqlite:"
+    assert doc["declared_capabilities"] == sorted(CAPABILITIES)
+    assert doc["suite_version"] == SUITE_VERSION
+    assert doc["seed"] == 11
+    assert set(doc["capabilities"]) == set(CAPABILITIES)
+    for cap, entry in doc["capabilities"].items():
+        assert entry["level"] in LEVELS, cap
+        assert {"passed", "failed", "skipped", "xfailed", "failed_clauses"} <= set(entry)
+    assert doc["level"] == "FULL"
+    assert doc["checks"] and all(c["clauses"] for c in doc["checks"]), "every check cites a clause (CONF-2)"
+    out = capsys.readouterr().out
+    assert "backend: sqlite:   capabilities: concurrent_writers, core, restart   suite: 0.1.0   seed: 11" in out
+    md = report.with_suffix(".md").read_text()
+    assert "`sqlite:`: **FULL** (seed 11)" in md and "| core | FULL |" in md
+
+
+def test_backend_may_name_a_runner_factory(tmp_path: Path) -> None:
+    """CONF-3, CONF-4: `--backend MODULE:NAME` returning a RunnerFactory certifies a runner; its report
+    has the runner capabilities."""
+    report = tmp_path / "r.json"
+    assert certify.main(["--backend", "conformance:RunnerFactory.reference", "--report", str(report)]) == 0
+    doc = json.loads(report.read_text())
+    assert doc["backend"] == "reference-runner" and doc["level"] == "FULL"
+    assert set(doc["capabilities"]) == {"runner", "runner_async", "runner_batch"}
+
+
+def _certify(tmp_path: Path, name: str, *extra: str) -> dict[str, Any]:
+    report = tmp_path / f"{name}.json"
+    subprocess.run([sys.executable, "-m", "conformance.certify", "--store", "memory:", "--seed", "3",
+                    "--report", str(report), *extra], cwd=tmp_path, check=True, capture_output=True,
+                   env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    doc: dict[str, Any] = json.loads(report.read_text())
+    return doc
+
+
+def test_the_report_is_the_same_under_xdist(tmp_path: Path) -> None:
+    """CONF-6: the same backend and seed give the same checks, outcomes and levels with and without
+    `-n 2`."""
+    one = _certify(tmp_path, "one")
+    two = _certify(tmp_path, "two", "-n", "2")
+    assert one == two
