@@ -11,8 +11,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 
 AUTHOR_TEST = textwrap.dedent(
@@ -74,7 +72,6 @@ AUTHOR_TEST = textwrap.dedent(
 )
 
 
-@pytest.mark.slow
 def test_a_backend_author_certifies_a_store_against_the_installed_wheel(tmp_path: Path) -> None:
     """CONF-1, CONF-3: built wheel → fresh venv → one test file outside the repo → core is FULL, the
     undeclared capabilities are skipped with a reason, and the kit is imported from the wheel."""
