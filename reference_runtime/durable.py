@@ -22,7 +22,7 @@ from .codecs import PayloadCodec
 from .errors import DurableError, Location, NondeterminismError, PayloadDecodeError
 from .faults import FaultInjector, FaultPoint, Phase
 from .identity import CallContext, CallId, args_digest, function_id
-from .memory import durable_call_scope
+from .memory import _in_durable_call, durable_call_scope
 from .records import ActionState, CallResult, StateRef
 from .retry import RetryPolicy
 from .stores.base import ActionStateStore
@@ -185,16 +185,18 @@ class ActionExecution:
 
     def attempt(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
                 call: CallContext) -> Outcome:
+        # Both context variables set by hand rather than with durable_call_scope(): this is the hot path.
         token = _current_call.set(call)
+        scope = _in_durable_call.set(call.function_id)
         try:
-            with durable_call_scope(call.function_id):
-                return Outcome.success(func(*args, **kwargs))
+            return Outcome.success(func(*args, **kwargs))
         except DurableError:
             # A misuse of the runtime (e.g. memory access) is a bug to surface, not an outcome to record.
             raise
         except Exception as exc:
             return Outcome.failure(exc)
         finally:
+            _in_durable_call.reset(scope)
             _current_call.reset(token)
 
     def reconcile(self, reconciler: Callable[[], Any], call: CallContext) -> Outcome:

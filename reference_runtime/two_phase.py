@@ -33,7 +33,9 @@ class TwoPhaseCommit(Protocol):
 
 
 def is_two_phase(obj: Any) -> bool:
-    return all(callable(getattr(obj, m, None)) for m in ("prepare", "commit", "abort")) and not isinstance(obj, type)
+    # Spelled out (no all(<genexpr>)): every durable call asks, and a plain function fails at "prepare".
+    return (callable(getattr(obj, "prepare", None)) and callable(getattr(obj, "commit", None))
+            and callable(getattr(obj, "abort", None)) and not isinstance(obj, type))
 
 
 def _prepare(op: TwoPhaseCommit) -> Any:
