@@ -299,16 +299,27 @@ class DurableHarness:
         return status
 
     def assert_deterministic(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, runs: int = 2,
-                             **options: Any) -> None:
+                             fresh_processes: bool = False, **options: Any) -> None:
         """Run ``runs`` times on fresh stores and fail at the first durable call whose function id, digest
-        or outcome differs (time, randomness or unordered collections leaking into arguments)."""
+        or outcome differs (time, randomness or unordered collections leaking into arguments).
+
+        With ``fresh_processes`` two more runs happen in new interpreters with different
+        ``PYTHONHASHSEED`` values, which is what exposes set ordering and other per-process hashing (within
+        one process a set always iterates the same way). The agent must be importable by module and name."""
+        name = agent.__qualname__
         first = journals.entries(self.run(agent, inputs, **options))
-        for n in range(2, runs + 1):
-            again = journals.entries(self.run(agent, inputs, **options))
-            diff = journals.first_divergence(first, again, ("run 1", f"run {n}"))
+        others = [(f"run {n}", journals.entries(self.run(agent, inputs, **options))) for n in range(2, runs + 1)]
+        if fresh_processes:
+            from .fresh_process import journal_in_fresh_process
+
+            for seed in (1, 2):
+                label = f"a fresh process with PYTHONHASHSEED={seed}"
+                others.append((label, journal_in_fresh_process(agent, inputs, seed, options)))
+        for label, again in others:
+            diff = journals.first_divergence(first, again, ("run 1", label))
             if diff is not None:
-                raise journals.JournalMismatch(f"{agent.__qualname__} is nondeterministic: run {n} differs from "
-                                               f"run 1 (PLG-2)\n{diff}")
+                raise journals.JournalMismatch(f"{name} is nondeterministic: {label} differs from run 1 (PLG-2)\n"
+                                               f"{diff}")
 
 
 def journals_label(c: CrashAt) -> str:

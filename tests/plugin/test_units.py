@@ -367,3 +367,40 @@ def test_sqlite_store_factory_makes_distinct_files(tmp_path: Path) -> None:
     assert a.path != b.path and a.path.parent == tmp_path  # type: ignore[attr-defined]
     a.close()
     b.close()
+
+
+TAGS = {"refund", "priority", "vip", "eu", "retry", "fraud-check", "manual"}
+
+
+class Tagged(Agent):
+    """Passes a set's iteration order into a durable call: stable inside a process, not across them."""
+
+    @action(InputEvent)
+    @staticmethod
+    def tag(event: Event, ctx: RunnerContext) -> None:
+        ctx.send_event(OutputEvent(ctx.durable_execute(len, list(TAGS))))
+
+
+class SortedTags(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def tag(event: Event, ctx: RunnerContext) -> None:
+        ctx.send_event(OutputEvent(ctx.durable_execute(len, sorted(TAGS))))
+
+
+def test_fresh_processes_expose_set_ordering_in_arguments() -> None:
+    """PLG-2: in-process runs agree, but runs under other hash seeds send the set in another order."""
+    harness().assert_deterministic(Tagged, [("k", 1)])
+    with pytest.raises(journals.JournalMismatch, match=r"(?s)PYTHONHASHSEED=\d differs from run 1.*args_digest"):
+        harness().assert_deterministic(Tagged, [("k", 1)], fresh_processes=True)
+    harness().assert_deterministic(SortedTags, [("k", 1)], fresh_processes=True)
+
+
+def test_fresh_process_needs_an_importable_agent() -> None:
+    from pytest_durable.fresh_process import FreshProcessError
+
+    class Local(Agent):
+        pass
+
+    with pytest.raises(FreshProcessError, match="module level"):
+        harness().assert_deterministic(Local, [], fresh_processes=True)
