@@ -299,3 +299,11 @@ def test_x():
     result.assert_outcomes(passed=1)
     assert "durable:" not in result.stdout.str().split("test session starts")[1].split("rootdir")[1]
     assert "durable_" not in (pytester.path / "o.xml").read_text()
+
+
+def test_sweep_on_a_real_redis_store(pytester: pytest.Pytester, real_redis: str) -> None:
+    """PLG-1, PLG-7: --durable-store redis://… runs the same sweep on a real server, one namespace per store."""
+    project(pytester, 'ctx.durable_execute(notify, "refund sent")')
+    result = pytester.runpytest_subprocess("--durable-store", real_redis)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([f"durable: store {real_redis}, seed *"])
