@@ -100,7 +100,8 @@ def java_double(x: float) -> str:
     return f"{prefix}{ds[0]}.{ds[1:] or '0'}E{sci}"
 
 
-def _escape(s: str) -> str:
+def jackson_string(s: str) -> str:
+    """A JSON string literal escaped as Jackson writes it."""
     out = []
     for ch in s:
         code = ord(ch)
@@ -120,26 +121,43 @@ def _escape(s: str) -> str:
     return '"' + "".join(out) + '"'
 
 
+def jackson_json(value: Any, *, sort_keys: bool = False, finite_only: bool = False, what: str = "JSON") -> str:
+    """Compact JSON of plain data as Jackson writes it: map entries in insertion order, or with
+    ``sort_keys`` in UTF-16 order (``ORDER_MAP_ENTRIES_BY_KEYS``); ``finite_only`` refuses NaN and the
+    infinities instead of writing Java's spelling of them."""
+
+    def write(v: Any) -> str:
+        if v is None:
+            return "null"
+        if v is True:
+            return "true"
+        if v is False:
+            return "false"
+        if isinstance(v, int):
+            return str(v)
+        if isinstance(v, float):
+            text = java_double(v)
+            if finite_only and text in ("NaN", "Infinity", "-Infinity"):
+                # Jackson writes non-finite doubles as quoted strings only with a feature we do not use.
+                raise ValueError(f"{text} cannot be written as a JSON number")
+            return text
+        if isinstance(v, str):
+            return jackson_string(v)
+        if isinstance(v, list | tuple):
+            return "[" + ",".join(write(x) for x in v) + "]"
+        if isinstance(v, dict):
+            pairs = [(str(k), x) for k, x in v.items()]
+            if sort_keys:
+                pairs.sort(key=lambda kv: _utf16_units(kv[0]))
+            return "{" + ",".join(f"{jackson_string(k)}:{write(x)}" for k, x in pairs) + "}"
+        raise TypeError(f"cannot write a {type(v).__name__} as {what}")
+
+    return write(value)
+
+
 def jackson_sorted_json(value: Any) -> str:
     """Compact JSON as Jackson writes a map with ``ORDER_MAP_ENTRIES_BY_KEYS`` (keys in UTF-16 order)."""
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return java_double(value)
-    if isinstance(value, str):
-        return _escape(value)
-    if isinstance(value, list | tuple):
-        return "[" + ",".join(jackson_sorted_json(v) for v in value) + "]"
-    if isinstance(value, dict):
-        keys = sorted((str(k) for k in value), key=_utf16_units)
-        return "{" + ",".join(f"{_escape(k)}:{jackson_sorted_json(value[k])}" for k in keys) + "}"
-    raise TypeError(f"cannot write a {type(value).__name__} as event attribute JSON")
+    return jackson_json(value, sort_keys=True, what="event attribute JSON")
 
 
 def event_uuid(event: Event) -> uuid.UUID:

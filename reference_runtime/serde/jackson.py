@@ -15,8 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import WireFormatError
-from ..state_keys import _escape as jackson_string
-from ..state_keys import java_double
+from ..state_keys import jackson_json, jackson_string, java_double
 
 MAX_NESTING = 1000
 
@@ -26,7 +25,7 @@ __all__ = ["MAX_NESTING", "dumps", "jackson_string", "java_double", "loads"]
 def dumps(value: Any) -> str:
     """Compact Jackson JSON of plain data; dict entries in insertion order."""
     with deep_recursion():
-        return _dumps(value)
+        return jackson_json(value, finite_only=True)
 
 
 @contextlib.contextmanager
@@ -38,30 +37,6 @@ def deep_recursion() -> Iterator[None]:
         yield
     finally:
         sys.setrecursionlimit(limit)
-
-
-def _dumps(value: Any) -> str:
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        text = java_double(value)
-        if text in ("NaN", "Infinity", "-Infinity"):
-            # Jackson writes non-finite doubles as quoted strings only with a feature we do not use.
-            raise ValueError(f"{text} cannot be written as a JSON number")
-        return text
-    if isinstance(value, str):
-        return jackson_string(value)
-    if isinstance(value, list | tuple):
-        return "[" + ",".join(_dumps(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{jackson_string(str(k))}:{_dumps(v)}" for k, v in value.items()) + "}"
-    raise TypeError(f"cannot write a {type(value).__name__} as JSON")
 
 
 def _decode_text(data: bytes) -> str:
