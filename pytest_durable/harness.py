@@ -38,28 +38,31 @@ class DurableRun(RunResult):
 
 
 class RecordingStore(ForwardingStore):
-    """Forwards to a store and keeps a copy of each action state after every write to it."""
+    """Forwards to a store and keeps a copy of each action state as last written. A whole state is read
+    back once per ``put``; call-record deltas are applied to the copy, so recording does not re-read the
+    state on every durable call."""
 
     def __init__(self, inner: ActionStateStore) -> None:
         super().__init__(inner)
         self.records: dict[str, ActionState] = {}
 
-    def _keep(self, ref: StateRef) -> None:
-        state = self.inner.get(ref)
-        if state is not None:
-            self.records[ref.state_key] = state
-
     def put(self, ref: StateRef, state: ActionState) -> None:
         super().put(ref, state)
-        self._keep(ref)
+        kept = self.inner.get(ref)
+        if kept is not None:
+            self.records[ref.state_key] = kept
 
     def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
         super().put_call_results(ref, index, results)
-        self._keep(ref)
+        kept = self.records.get(ref.state_key)
+        if kept is not None:
+            kept.call_results[index : index + len(results)] = [r.copy() for r in results]
 
     def truncate_call_results(self, ref: StateRef, index: int) -> None:
         super().truncate_call_results(ref, index)
-        self._keep(ref)
+        kept = self.records.get(ref.state_key)
+        if kept is not None:
+            del kept.call_results[index:]
 
 
 def _selectors(at: str | CrashAt | Iterable[str | CrashAt]) -> list[CrashAt]:
@@ -142,11 +145,10 @@ class DurableHarness:
             self._ledger.new_run("the run")
         result = Runner(agent, store, injector=injector, **self._options(options)).run(inputs)
         if injector.pending:
-            raise AssertionError(f"crash point(s) never reached: {[journals_label(c) for c in injector.plan]}; "
+            raise AssertionError(f"crash point(s) never reached: {[_selector_text(c) for c in injector.plan]}; "
                                  f"reached: {sorted({p.label() for p in injector.trace})}")
         self._count(crashes=len(injector.fired))
-        return DurableRun(**{f.name: getattr(result, f.name) for f in dataclasses.fields(RunResult)},
-                          records=dict(store.records))
+        return _with_records(result, store)
 
     def _sweep_run(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], options: dict[str, Any]
                    ) -> DurableRun:
@@ -169,13 +171,12 @@ class DurableHarness:
         self._count(points=1, crashes=len(injector.fired),
                     anomalies=len(self._ledger.anomalies()) if self._ledger else 0)
         if not injector.fired:
-            raise AssertionError(f"fault point {journals_label(point)} was reached at collection but not in this "
+            raise AssertionError(f"fault point {_selector_text(point)} was reached at collection but not in this "
                                  "run: the agent takes a different path each run (nondeterministic?)")
         if not self.outcome.ok:
             raise DurableInvariantError(_explain(self.outcome, self._ledger)
                                         + self._hint(self.outcome, agent, inputs, baseline, options))
-        return DurableRun(**{f.name: getattr(result, f.name) for f in dataclasses.fields(RunResult)},
-                          records=dict(stores[-1].records))
+        return _with_records(result, stores[-1])
 
     def _hint(self, outcome: PointOutcome, agent: type[Agent], inputs: Sequence[tuple[str, Any]],
               baseline: RunResult, options: dict[str, Any]) -> str:
@@ -196,12 +197,11 @@ class DurableHarness:
         return points_to_crash(points)
 
     def check_scenario(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], scenario: Scenario,
-                       baseline: RunResult | None = None, **options: Any) -> PointOutcome:
+                       **options: Any) -> PointOutcome:
         """Run ``scenario`` and fail with :class:`DurableInvariantError` if any invariant breaks."""
         options = self._options(options)
         ledger = self._ledger
-        if baseline is None:
-            baseline, _ = learn(agent, inputs, self._store_factory, ledger, **options)
+        baseline, _ = learn(agent, inputs, self._store_factory, ledger, **options)
         result, injector = run_scenario(agent, inputs, self._store_factory, scenario, ledger, **options)
         outcome = check(scenario, baseline, result, injector, ledger)
         self._count(scenarios=1, crashes=len(injector.fired), anomalies=len(ledger.anomalies()) if ledger else 0)
@@ -214,9 +214,8 @@ class DurableHarness:
               at: str | CrashAt | Iterable[str | CrashAt], **options: Any) -> PointOutcome:
         """Crash at ``at`` (one selector or a schedule), recover, finish, and check every durable invariant
         against a crash-free run. The selector must be reached."""
-        outcome = self.check_scenario(agent, inputs, Scenario(tuple(_selectors(at)), options.pop("mismatch",
-                                                                                                 "lenient")),
-                                      **options)
+        scenario = Scenario(tuple(_selectors(at)), options.pop("mismatch", "lenient"))
+        outcome = self.check_scenario(agent, inputs, scenario, **options)
         if len(outcome.fired) < len(outcome.scenario.schedule):
             raise AssertionError(f"crash point(s) never reached: {outcome.scenario.texts()[len(outcome.fired):]}")
         return outcome
@@ -322,7 +321,12 @@ class DurableHarness:
                                                f"{diff}")
 
 
-def journals_label(c: CrashAt) -> str:
+def _with_records(result: RunResult, store: RecordingStore) -> DurableRun:
+    fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(RunResult)}
+    return DurableRun(**fields, records=dict(store.records))
+
+
+def _selector_text(c: CrashAt) -> str:
     from .scenario import format_crash
 
     try:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 _STORE = pytest.StashKey[str]()
 _SEED = pytest.StashKey[int]()
+_MAX_EXAMPLES = pytest.StashKey[int]()
 _TOTALS = pytest.StashKey[dict[str, int]]()
 
 #: Where ``durable_clock`` starts virtual time.
@@ -66,7 +67,7 @@ def _option(config: pytest.Config, name: str) -> Any:
     return config.getini(f"durable_{name}") if value is None else value
 
 
-def _positive_int(config: pytest.Config, name: str, text: Any) -> int:
+def _positive_int(name: str, text: Any) -> int:
     try:
         value = int(str(text))
     except ValueError:
@@ -86,11 +87,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if worker_seed is not None:
         seed = int(worker_seed)
     elif seed_text not in (None, ""):
-        seed = _positive_int(config, "seed", seed_text)
+        seed = _positive_int("seed", seed_text)
     else:
         seed = random.Random().randrange(2**32)
     config.stash[_SEED] = seed
-    _positive_int(config, "max_examples", _option(config, "max_examples"))
+    config.stash[_MAX_EXAMPLES] = _positive_int("max_examples", _option(config, "max_examples"))
     config.stash[_TOTALS] = {}
     config.pluginmanager.register(_Totals(config.stash[_TOTALS]), "durable-totals")
     config.addinivalue_line("markers", "durable_sweep(agent, inputs, **options): run the test once crash-free "
@@ -185,11 +186,11 @@ def durable(request: pytest.FixtureRequest, durable_point: CrashAt | None,
         make_store_factory(url, lambda: tmp_path_factory.mktemp("durable")), url, stats=stats,
         journal_dir=_journal_dir(config, request.node.path), test_name=request.node.name,
         update_journals=bool(_option(config, "update_journals")), pinned=pinned, seed=config.stash[_SEED],
-        max_examples=int(str(_option(config, "max_examples"))),
+        max_examples=config.stash[_MAX_EXAMPLES],
         sweep=(sweep.args, dict(sweep.kwargs), durable_point) if sweep is not None else None,
     )
     yield harness
-    if harness.sweep_ran is False and sweep is not None:
+    if harness.sweep_ran is False:  # only a durable_sweep test has False here
         raise AssertionError(f"{request.node.nodeid}: marked durable_sweep but never called durable.run() "
                              "(the crash at this point was not exercised)")
     for name, value in stats.properties():

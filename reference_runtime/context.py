@@ -38,6 +38,8 @@ class RunnerContext:
         self._config = config
         self._action_config = action_config
         self._owner = owner
+        # Read once per action, not on every durable call (spec DE-14).
+        self._reconcilers = config.get(RECONCILERS_KEY, True) is not False
         self.sent: list[Event] = []
 
     @property
@@ -127,10 +129,10 @@ class RunnerContext:
         from .batch import run_batch
 
         ex, config = self._execution, self._config
-        if self._config.get(RECONCILERS_KEY, True) is False:
+        if not self._reconcilers:
             calls = [dataclasses.replace(c, reconciler=None) for c in calls]
         return DurableAwaitable(lambda: run_batch(ex, list(calls), config))
 
     def _honoured(self, reconciler: Callable[[], Any] | None) -> Callable[[], Any] | None:
         # A test switch (spec DE-14): explore what recovery does when no reconciler is available.
-        return None if self._config.get(RECONCILERS_KEY, True) is False else reconciler
+        return reconciler if self._reconcilers else None

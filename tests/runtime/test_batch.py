@@ -55,11 +55,6 @@ def tool(i: int) -> int:
 
 
 def reset(delays: dict[int, float] | None = None) -> None:
-    # A timed-out or crashed batch abandons its worker threads; let them finish so they cannot count
-    # into the next test's RUNS.
-    deadline = time.monotonic() + 5.0
-    while ACTIVE["now"] and time.monotonic() < deadline:
-        time.sleep(0.01)
     RUNS.clear()
     DELAYS.clear()
     DELAYS.update(delays or {})
