@@ -53,12 +53,22 @@ class Agent:
     (defaults for ``ctx.config``), ``tools`` (name → callable) and ``chat_models`` (name → model)."""
 
     config: ClassVar[dict[str, Any]] = {}
+    _durable_actions: ClassVar[list[ActionSpec] | None] = None
     tools: ClassVar[dict[str, Callable[..., Any]]] = {}
     chat_models: ClassVar[dict[str, Any]] = {}
 
     @classmethod
     def actions(cls) -> list[ActionSpec]:
         """Actions in definition order (base classes first), the order in which a run triggers them."""
+        # Cached per class (every Runner asks); vars(cls), so a subclass never sees its base's cache.
+        cached: list[ActionSpec] | None = vars(cls).get("_durable_actions")
+        if cached is None:
+            cached = cls._find_actions()
+            cls._durable_actions = cached
+        return list(cached)
+
+    @classmethod
+    def _find_actions(cls) -> list[ActionSpec]:
         found: dict[str, ActionSpec] = {}
         for klass in reversed(cls.__mro__):
             for name, raw in vars(klass).items():

@@ -14,16 +14,16 @@ import logging
 from collections.abc import Awaitable, Callable, Generator
 from concurrent.futures import Executor
 from contextvars import ContextVar, copy_context
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple
 
 from .clock import Clock, SystemClock
 from .codecs import PayloadCodec
 from .errors import DurableError, Location, NondeterminismError, PayloadDecodeError
 from .faults import FaultInjector, FaultPoint, Phase
 from .identity import CallContext, CallId, args_digest, function_id
-from .memory import _in_durable_call, durable_call_scope
-from .records import ActionState, CallResult, StateRef
+from .memory import _in_durable_call
+from .records import ActionState, CallResult, CallStatus, StateRef
 from .retry import RetryPolicy
 from .stores.base import ActionStateStore
 
@@ -32,7 +32,7 @@ log = logging.getLogger("reference_runtime.durable")
 MismatchMode = Literal["lenient", "strict"]
 Source = Literal["executed", "replayed", "reconciled"]
 
-_current_call: ContextVar[CallContext | None] = ContextVar("current_call", default=None)
+_current_call: ContextVar[CallContext | None] = _in_durable_call
 
 
 def current_call() -> CallContext:
@@ -44,9 +44,9 @@ def current_call() -> CallContext:
     return ctx
 
 
-@dataclass(frozen=True)
-class JournalEntry:
-    """One durable call as it happened in one execution attempt (the plugin's journal)."""
+class JournalEntry(NamedTuple):
+    """One durable call as it happened in one execution attempt (the plugin's journal). A named tuple:
+    one is built per durable call (benchmark P4)."""
 
     call_id: CallId
     function_id: str
@@ -121,23 +121,32 @@ class ActionExecution:
     failovers: int = 0
     """Failovers before this execution, stamped on its journal entries as their ``attempt``."""
 
+    def __post_init__(self) -> None:
+        # Looked up once per action rather than on every durable call: this is the hot path (P4).
+        self._action = self.ref.action.name
+        self._reach = self.injector.reach if self.injector is not None else None
+
     # -- helpers ---------------------------------------------------------------------------------
     @property
     def records(self) -> list[CallResult]:
         return self.state.call_results
 
     def location(self, index: int | None = None) -> Location:
-        return Location(self.ref.key, self.ref.seq, self.ref.action.name, index)
+        return Location(self.ref.key, self.ref.seq, self._action, index)
 
     def call_id(self, index: int) -> CallId:
-        return CallId(self.ref.key, self.ref.seq, self.ref.action.name, index)
+        return CallId(self.ref.key, self.ref.seq, self._action, index)
 
     def fault(self, phase: Phase, index: int, fid: str) -> None:
-        if self.injector is not None:
-            self.injector.reach(FaultPoint(phase, self.ref.key, self.ref.seq, self.ref.action.name, index, fid))
+        if self._reach is not None:
+            self._reach(FaultPoint(phase, self.ref.key, self.ref.seq, self._action, index, fid))
 
     def write(self, index: int, results: list[CallResult]) -> None:
-        self.records[index : index + len(results)] = results
+        records = self.state.call_results
+        if index == len(records) and len(results) == 1:
+            records.append(results[0])
+        else:
+            records[index : index + len(results)] = results
         self.store.put_call_results(self.ref, index, results)
 
     def truncate(self, index: int) -> None:
@@ -149,8 +158,8 @@ class ActionExecution:
             if record.exception_payload is not None and record.effective_status.value == "FAILED":
                 return Outcome.failure(self.codec.decode_exception(record.exception_payload))
             if record.result_payload is None:
-                return Outcome.success(None)
-            return Outcome.success(self.codec.decode_result(record.result_payload))
+                return Outcome(None, None)
+            return Outcome(self.codec.decode_result(record.result_payload), None)
         except PayloadDecodeError as exc:
             # Fail fast and delete nothing: the record may be readable with another codec or key.
             raise type(exc)(
@@ -163,7 +172,7 @@ class ActionExecution:
         try:
             if outcome.error is not None:
                 return CallResult.failed(fid, digest, self.codec.encode_exception(outcome.error))
-            return CallResult.succeeded(fid, digest, self.codec.encode_result(outcome.value))
+            return CallResult(fid, digest, self.codec.encode_result(outcome.value), None, CallStatus.SUCCEEDED)
         except Exception as exc:
             raise ResultEncodeError(
                 f"the result of durable call {fid} at {self.location(index)} cannot be recorded "
@@ -171,33 +180,33 @@ class ActionExecution:
             ) from exc
 
     def context_for(self, index: int, fid: str, digest: str, attempt: int = 1) -> CallContext:
-        return CallContext(self.call_id(index), fid, digest, attempt)
+        return CallContext(CallId(self.ref.key, self.ref.seq, self._action, index), fid, digest, attempt)
 
     def run_sync(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
                  call: CallContext, retry: RetryPolicy | None = None) -> Outcome:
+        outcome = self.attempt(func, args, kwargs, call)
+        if retry is None:
+            return outcome
         attempt = 1
-        while True:
-            outcome = self.attempt(func, args, kwargs, call if attempt == 1 else replace(call, attempt=attempt))
-            if outcome.error is None or retry is None or not retry.should_retry(outcome.error, attempt):
-                return outcome
+        while outcome.error is not None and retry.should_retry(outcome.error, attempt):
             self.clock.sleep(retry.backoff.delay(attempt, str(call.call_id)))
             attempt += 1
+            outcome = self.attempt(func, args, kwargs, call._replace(attempt=attempt))
+        return outcome
 
     def attempt(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
                 call: CallContext) -> Outcome:
-        # Both context variables set by hand rather than with durable_call_scope(): this is the hot path.
-        token = _current_call.set(call)
-        scope = _in_durable_call.set(call.function_id)
+        # Set by hand rather than through a context manager: this is the hot path.
+        token = _in_durable_call.set(call)
         try:
-            return Outcome.success(func(*args, **kwargs))
+            return Outcome(func(*args, **kwargs), None)
         except DurableError:
             # A misuse of the runtime (e.g. memory access) is a bug to surface, not an outcome to record.
             raise
         except Exception as exc:
-            return Outcome.failure(exc)
+            return Outcome(None, exc)
         finally:
-            _in_durable_call.reset(scope)
-            _current_call.reset(token)
+            _in_durable_call.reset(token)
 
     def reconcile(self, reconciler: Callable[[], Any], call: CallContext) -> Outcome:
         return self.attempt(reconciler, (), {}, call)
@@ -207,9 +216,10 @@ class ActionExecution:
         """Decide what slot ``self.index`` means for this call: ``replay`` (with the outcome),
         ``reconcile``, or ``execute`` (after any mismatch truncation and PENDING reservation)."""
         i = self.index
-        if i < len(self.records):
-            record = self.records[i]
-            if record.matches(fid, digest):
+        records = self.state.call_results
+        if i < len(records):
+            record = records[i]
+            if record.function_id == fid and record.args_digest == digest:
                 if record.is_terminal:
                     return "replay", self.decode(record, i)
                 return ("reconcile" if has_reconciler else "execute"), None
@@ -227,6 +237,25 @@ class ActionExecution:
         self.truncate(i)
 
     # -- the synchronous path ------------------------------------------------------------------------
+    def start(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+              reconciler: Callable[[], Any] | None, durable_id: str | None) -> tuple[CallContext, str, Outcome | None]:
+        """Identify the call at ``self.index``, pass its before-call fault point and plan it."""
+        if reconciler is not None:
+            validate_reconciler(reconciler)
+        fid = durable_id if durable_id is not None else function_id(func)
+        digest = args_digest(args, kwargs)
+        i = self.index
+        ref = self.ref
+        if self._reach is not None:
+            self._reach(FaultPoint(Phase.BEFORE_CALL, ref.key, ref.seq, self._action, i, fid))
+        what, outcome = self.plan(fid, digest, reconciler is not None)
+        call = CallContext(CallId(ref.key, ref.seq, self._action, i), fid, digest, 1)
+        if what == "execute" and reconciler is not None and i >= len(self.state.call_results):
+            # PENDING is durable before the work can start, so a crash mid-call is seen as in flight.
+            self.write(i, [CallResult.pending(fid, digest)])
+            self.fault(Phase.AFTER_PENDING, i, fid)
+        return call, what, outcome
+
     def execute(
         self,
         func: Callable[..., Any],
@@ -237,37 +266,34 @@ class ActionExecution:
         durable_id: str | None = None,
         retry: RetryPolicy | None = None,
     ) -> Any:
-        validate_reconciler(reconciler)
-        fid = durable_id if durable_id is not None else function_id(func)
-        digest = args_digest(args, kwargs)
-        i = self.index
-        self.fault(Phase.BEFORE_CALL, i, fid)
-        what, outcome = self.plan(fid, digest, reconciler is not None)
-        call = self.context_for(i, fid, digest)
+        call, what, outcome = self.start(func, args, kwargs, reconciler, durable_id)
         if what == "replay":
             assert outcome is not None
-            return self.finish(i, fid, digest, outcome, "replayed", persist=False)
+            return self.finish(call, outcome, "replayed", persist=False)
         if what == "reconcile":
             assert reconciler is not None
-            return self.finish(i, fid, digest, self.reconcile(reconciler, call), "reconciled")
-        if reconciler is not None and i >= len(self.records):
-            self.write(i, [CallResult.pending(fid, digest)])
-            self.fault(Phase.AFTER_PENDING, i, fid)
-        outcome = self.run_sync(func, args, kwargs, call, retry)
-        return self.finish(i, fid, digest, outcome, "executed")
+            return self.finish(call, self.attempt(reconciler, (), {}, call), "reconciled")
+        return self.finish(call, self.run_sync(func, args, kwargs, call, retry), "executed")
 
-    def finish(self, i: int, fid: str, digest: str, outcome: Outcome, source: Source,
-               *, persist: bool = True) -> Any:
+    def finish(self, call: CallContext, outcome: Outcome, source: Source, *, persist: bool = True) -> Any:
+        cid, fid = call.call_id, call.function_id
+        i = cid.call_index
         # Journaled before the fault points: the call ran even if the process dies before its record lands.
         self.journal.append(
-            JournalEntry(self.call_id(i), fid, digest, "error" if outcome.error else "ok", source, self.failovers)
+            JournalEntry(cid, fid, call.args_digest, "ok" if outcome.error is None else "error", source,
+                         self.failovers)
         )
         if persist:
-            self.fault(Phase.AFTER_EFFECT, i, fid)
-            self.write(i, [self.encode(fid, digest, outcome, i)])
-            self.fault(Phase.AFTER_RECORD, i, fid)
+            reach = self._reach
+            if reach is not None:
+                reach(FaultPoint(Phase.AFTER_EFFECT, cid.key, cid.seq, cid.action, i, fid))
+            self.write(i, [self.encode(fid, call.args_digest, outcome, i)])
+            if reach is not None:
+                reach(FaultPoint(Phase.AFTER_RECORD, cid.key, cid.seq, cid.action, i, fid))
         self.index = i + 1
-        return outcome.unwrap()
+        if outcome.error is not None:
+            raise outcome.error
+        return outcome.value
 
     # -- the asynchronous path ---------------------------------------------------------------------
     async def execute_async(
@@ -280,41 +306,28 @@ class ActionExecution:
         durable_id: str | None = None,
         retry: RetryPolicy | None = None,
     ) -> Any:
-        validate_reconciler(reconciler)
-        fid = durable_id if durable_id is not None else function_id(func)
-        digest = args_digest(args, kwargs)
-        i = self.index
-        self.fault(Phase.BEFORE_CALL, i, fid)
-        what, outcome = self.plan(fid, digest, reconciler is not None)
-        call = self.context_for(i, fid, digest)
+        call, what, outcome = self.start(func, args, kwargs, reconciler, durable_id)
         if what == "replay":
             assert outcome is not None
-            return self.finish(i, fid, digest, outcome, "replayed", persist=False)
+            return self.finish(call, outcome, "replayed", persist=False)
         if what == "reconcile":
             assert reconciler is not None
-            outcome = await self.offload(reconciler, (), {}, call, reconcile=True)
-            return self.finish(i, fid, digest, outcome, "reconciled")
-        if reconciler is not None and i >= len(self.records):
-            # PENDING is durable before the work can start, so a crash mid-call is seen as in flight.
-            self.write(i, [CallResult.pending(fid, digest)])
-            self.fault(Phase.AFTER_PENDING, i, fid)
-        outcome = await self.offload(func, args, kwargs, call, retry=retry)
-        return self.finish(i, fid, digest, outcome, "executed")
+            return self.finish(call, await self.offload(reconciler, (), {}, call, reconcile=True), "reconciled")
+        return self.finish(call, await self.offload(func, args, kwargs, call, retry=retry), "executed")
 
     async def offload(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
                       call: CallContext, *, retry: RetryPolicy | None = None, reconcile: bool = False) -> Outcome:
         """Run ``func`` off the runner's thread (coroutine functions run as their own task)."""
         if inspect.iscoroutinefunction(func):
-            token = _current_call.set(call)
+            token = _in_durable_call.set(call)
             try:
-                with durable_call_scope(call.function_id):
-                    return Outcome.success(await func(*args, **kwargs))
+                return Outcome.success(await func(*args, **kwargs))
             except DurableError:
                 raise
             except Exception as exc:
                 return Outcome.failure(exc)
             finally:
-                _current_call.reset(token)
+                _in_durable_call.reset(token)
         loop = asyncio.get_running_loop()
         ctx = copy_context()
         if reconcile:

@@ -143,6 +143,11 @@ class FaultInjector:
         return len(self.plan)
 
     def reach(self, point: FaultPoint) -> None:
+        if not self.plan:
+            # Nothing armed (a crash-free run, or every crash has fired): list.append is atomic, no lock.
+            if self.record_trace:
+                self.trace.append(point)
+            return
         with self._lock:
             if self.record_trace:
                 self.trace.append(point)

@@ -10,38 +10,29 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .errors import MemoryAccessError
+from .identity import CallContext
 from .records import MemoryUpdate
 
 MemoryType = Literal["short_term", "sensory"]
 NESTED_OBJECT = "NestedObject"
 
-_in_durable_call: ContextVar[str | None] = ContextVar("durable_call", default=None)
-
-
-@contextmanager
-def durable_call_scope(function_id: str) -> Iterator[None]:
-    """Marks code running as a durable function, where memory and ``send_event`` are off limits."""
-    token = _in_durable_call.set(function_id)
-    try:
-        yield
-    finally:
-        _in_durable_call.reset(token)
+#: The durable call being executed, if any: ``current_call()`` reads it, and memory and ``send_event``
+#: are off limits while it is set. One variable, set once per call attempt.
+_in_durable_call: ContextVar[CallContext | None] = ContextVar("durable_call", default=None)
 
 
 def check_action_access(owner: int | None, what: str) -> None:
     """Raise :class:`MemoryAccessError` unless called from the action's own code on the runner thread."""
-    fn = _in_durable_call.get()
-    if fn is not None:
+    call = _in_durable_call.get()
+    if call is not None:
         raise MemoryAccessError(
-            f"{what} is not allowed inside a durable function ({fn}): a durable call's only effect on the "
-            "agent must be its recorded result; return the value and use it from the action"
+            f"{what} is not allowed inside a durable function ({call.function_id}): a durable call's only "
+            "effect on the agent must be its recorded result; return the value and use it from the action"
         )
     if owner is not None and threading.get_ident() != owner:
         raise MemoryAccessError(

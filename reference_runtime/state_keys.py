@@ -11,6 +11,7 @@ contains ``_`` makes the key ambiguous to parse. :func:`collision_free_state_key
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import uuid
@@ -30,6 +31,11 @@ def _int32(n: int) -> int:
 def _utf16_units(s: str) -> list[int]:
     data = s.encode("utf-16-be")
     return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
+
+
+def _utf16_order(s: str) -> bytes:
+    # Big-endian UTF-16 bytes compare exactly as the code-unit sequences do (Java's String order).
+    return s.encode("utf-16-be")
 
 
 def java_string_hash(s: str) -> int:
@@ -148,7 +154,7 @@ def jackson_json(value: Any, *, sort_keys: bool = False, finite_only: bool = Fal
         if isinstance(v, dict):
             pairs = [(str(k), x) for k, x in v.items()]
             if sort_keys:
-                pairs.sort(key=lambda kv: _utf16_units(kv[0]))
+                pairs.sort(key=lambda kv: _utf16_order(kv[0]))
             return "{" + ",".join(f"{jackson_string(k)}:{write(x)}" for k, x in pairs) + "}"
         raise TypeError(f"cannot write a {type(v).__name__} as {what}")
 
@@ -164,7 +170,9 @@ def event_uuid(event: Event) -> uuid.UUID:
     return name_uuid(jackson_sorted_json(event.attributes).encode("utf-8"))
 
 
+@functools.lru_cache(maxsize=1024)
 def action_uuid(action: ActionRef) -> uuid.UUID:
+    # Cached: a pure function of an immutable ref, computed for every action execution otherwise.
     return name_uuid(str(action_hash(action)).encode("utf-8"))
 
 
