@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from reference_runtime import Agent, FaultInjector, FaultPoint, Phase, Runner, RunResult
+from reference_runtime import Agent, CallId, FaultInjector, FaultPoint, Phase, Runner, RunResult
 from reference_runtime.stores.base import ActionStateStore
 
 from .scenario import Scenario, selector_for
@@ -48,8 +48,8 @@ class PointOutcome:
         return " then ".join(p.describe() for p in self.fired) or self.scenario.describe()
 
 
-def call_key(p: FaultPoint) -> str:
-    return f"{p.key}/{p.seq}/{p.action}/{p.call_index}"
+def call_key(call: CallId) -> str:
+    return f"{call.key}/{call.seq}/{call.action}/{call.call_index}"
 
 
 def learn(agent: type[Agent], inputs: Sequence[tuple[str, Any]], store: StoreFactory,
@@ -89,19 +89,19 @@ def check(scenario: Scenario, baseline: RunResult, result: RunResult, injector: 
         diff = sorted(k for k in set(result.memory) | set(baseline.memory)
                       if result.memory.get(k) != baseline.memory.get(k))
         out.violations.append(f"REC-6: memory of key(s) {diff} differs after a crash at {where}")
-    # Which attempt (failovers before it) each recorded call's terminal record landed in.
-    recorded: dict[str, int] = {}
+    # Which attempt (failovers before it) each recorded call's terminal record landed in, by call id
+    # (key, seq, action, call index): a fault point's fields 1..4, a journal entry's CallId.
+    recorded: dict[tuple[Any, ...], int] = {}
     attempt, fired = 0, list(injector.fired)
     for p in injector.trace:
         if p.phase is Phase.AFTER_RECORD:
-            recorded.setdefault(call_key(p), attempt)
+            recorded.setdefault(p[1:5], attempt)
         if fired and p is fired[0]:
             fired.pop(0)
             attempt += 1
     for entry in result.journal:
-        cid = f"{entry.call_id.key}/{entry.call_id.seq}/{entry.call_id.action}/{entry.call_id.call_index}"
-        if entry.source == "executed" and recorded.get(cid, entry.attempt) < entry.attempt:
-            out.re_executed.append(cid)
+        if entry.source == "executed" and recorded.get(entry.call_id, entry.attempt) < entry.attempt:
+            out.re_executed.append(call_key(entry.call_id))
     for cid in sorted(set(out.re_executed)):
         out.violations.append(f"REC-3: call {cid} had a persisted record but executed again after a crash at "
                               f"{where}")
