@@ -101,7 +101,7 @@ class RunnerContext:
         check_action_access(self._owner, "durable_execute")
         if is_two_phase(func):
             return execute_two_phase(self._execution, cast(TwoPhaseCommit, func), durable_id)
-        return self._execution.execute(func, args, kwargs, reconciler=self._honoured(reconciler),
+        return self._execution.execute(func, args, kwargs, reconciler=reconciler if self._reconcilers else None,
                                        durable_id=durable_id, retry=retry)
 
     def durable_execute_async(

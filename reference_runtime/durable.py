@@ -278,7 +278,11 @@ class ActionExecution:
         if what == "reconcile":
             assert reconciler is not None
             return self.finish(call, self.attempt(reconciler, (), {}, call), "reconciled")
-        return self.finish(call, self.run_sync(func, args, kwargs, call, retry), "executed")
+        if retry is None:
+            outcome = self.attempt(func, args, kwargs, call)
+        else:
+            outcome = self.run_sync(func, args, kwargs, call, retry)
+        return self.finish(call, outcome, "executed")
 
     def finish(self, call: CallContext, outcome: Outcome, source: Source, *, persist: bool = True) -> Any:
         cid, fid, digest, _ = call

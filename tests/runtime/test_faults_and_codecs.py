@@ -27,6 +27,7 @@ from reference_runtime import (
     action,
 )
 from reference_runtime.durable import ResultEncodeError
+from reference_runtime.errors import PayloadDecodeError
 from reference_runtime.faults import FaultPoint
 from reference_runtime.stores.memory import InMemoryStore
 
@@ -118,6 +119,25 @@ def test_arbitrary_classes_need_an_explicit_opt_in() -> None:
     name = f"{Point.__module__}.{Point.__qualname__}"
     assert CloudpickleCodec(allowed_classes=[name]).decode_result(payload).x == 3
     assert CloudpickleCodec(trusted=True).decode_result(payload).x == 3
+
+
+@pytest.mark.parametrize("payload", [
+    b"cos\nsystem\n(S'true'\ntR.",  # protocol 0: GLOBAL
+    b"\x80\x02cos\nsystem\nq\x00X\x04\x00\x00\x00trueq\x01\x85q\x02Rq\x03.",  # protocol 2: GLOBAL + REDUCE
+    pickle.dumps(Point(3), protocol=5),  # STACK_GLOBAL
+    b"\x80\x02\x82\x01.",  # EXT1
+])
+def test_payloads_that_can_name_a_global_always_go_through_the_restricted_loader(payload: bytes) -> None:
+    """PAY-3: only payloads with no byte that could be a global-naming opcode skip the restricted loader;
+    nothing else is loaded by plain pickle."""
+    with pytest.raises(PayloadDecodeError):  # plain pickle would run os.system or build a Point
+        CloudpickleCodec().decode_result(payload)
+
+
+@pytest.mark.parametrize("value", [6, "xyz", "a string with c and i", [1, 2.5, None], {"k": (1, b"z")}, 10**30])
+def test_plain_payloads_decode_the_same_on_either_path(value: Any) -> None:
+    """PAY-3: plain data decodes to the same value whether or not its bytes allow the direct load."""
+    assert CloudpickleCodec().decode_result(CloudpickleCodec().encode_result(value)) == value
 
 
 class Unpicklable(Agent):

@@ -155,3 +155,69 @@ def test_an_action_that_raises_fails_the_run_with_its_location() -> None:
         Runner(Broken).run([("k", 1)])
     assert (info.value.key, info.value.seq, info.value.action) == ("k", 0, "broken")
     assert isinstance(info.value.__cause__, RuntimeError)
+
+
+class ThreeCallsOnALoop(Agent):
+    """agents.ThreeCalls as an async action that never suspends: run by the event loop, one task per key."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def work(event: Event, ctx: RunnerContext) -> None:
+        agents.ThreeCalls.work(event, ctx)
+
+
+@pytest.mark.parametrize("crash", [CrashAt(Phase.AFTER_EFFECT, key="a", call_index=1),
+                                   CrashAt(Phase.BEFORE_COMPLETE, key="b")])
+def test_synchronous_agents_run_in_the_order_the_event_loop_gives(crash: CrashAt) -> None:
+    """RUN-10: without an event loop, a synchronous agent reaches the same fault points in the same order
+    as on the loop: every key of the segment runs to its end even after another key crashed."""
+    traces = []
+    for agent in (agents.ThreeCalls, ThreeCallsOnALoop):
+        agents.reset()
+        injector = FaultInjector([crash])
+        runner = Runner(agent, InMemoryStore(), injector=injector)
+        assert runner._sync is (agent is agents.ThreeCalls)
+        result = runner.run([("a", 1), ("b", 1), ("c", 1)])
+        assert result.outputs == {"a": [60], "b": [60], "c": [60]}
+        traces.append([(p.phase, p.key, p.call_index) for p in injector.trace])
+    assert traces[0] == traces[1]
+    fired = injector.fired[0]
+    crash_at = traces[0].index((fired.phase, fired.key, fired.call_index))
+    # The recovery starts by re-entering the crashed key's action at its first call.
+    recovery_at = traces[0].index((Phase.BEFORE_CALL, fired.key, 0), crash_at)
+    # Key c, after the crashing key, still ran to its end between the crash and the failover.
+    assert (Phase.AFTER_COMPLETE, "c", None) in traces[0][crash_at:recovery_at]
+
+
+class ReturnsAwaitable(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def work(event: Event, ctx: RunnerContext) -> Any:
+        ctx.send_event(OutputEvent("sent"))
+        return ctx.durable_execute_async(agents.step, event.attributes["input"])
+
+
+def test_a_synchronous_action_may_return_an_awaitable() -> None:
+    """RUN-10: the awaitable a synchronous action returns is awaited to its end (on a loop of its own)
+    before the action completes, and its durable call is replayed after a crash."""
+    agents.reset()
+    injector = FaultInjector([CrashAt(Phase.BEFORE_COMPLETE)])
+    result = Runner(ReturnsAwaitable, InMemoryStore(), injector=injector).run([("k", 4)])
+    assert result.outputs == {"k": ["sent"]} and result.failovers == 1
+    assert dict(agents.EFFECTS) == {"k/0/work/0": 1}
+    assert [e.source for e in result.journal] == ["executed", "replayed"]
+
+
+def test_a_synchronous_run_that_awaits_a_future_is_refused() -> None:
+    """RUN-10: the loop-less driver cannot wait on a future; it says so instead of hanging."""
+    from reference_runtime.runner import _drive
+
+    class Pending:
+        def __await__(self) -> Any:
+            yield self
+
+    async def waits() -> None:
+        await Pending()
+
+    with pytest.raises(RuntimeError, match="declare the action async"):
+        _drive(waits())
