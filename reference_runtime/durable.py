@@ -253,7 +253,10 @@ class ActionExecution:
         where = self._where
         if self._reach is not None:
             self._reach(_new(FaultPoint, (Phase.BEFORE_CALL, *where, i, fid)))
-        what, outcome = self.plan(fid, digest, reconciler is not None)
+        if i < len(self.state.call_results):
+            what, outcome = self.plan(fid, digest, reconciler is not None)
+        else:
+            what, outcome = "execute", None
         call = _new(CallContext, (_new(CallId, (*where, i)), fid, digest, 1))
         if what == "execute" and reconciler is not None and i >= len(self.state.call_results):
             # PENDING is durable before the work can start, so a crash mid-call is seen as in flight.

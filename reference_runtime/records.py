@@ -60,7 +60,8 @@ class CallResult:
 
     @property
     def is_terminal(self) -> bool:
-        return self.effective_status is not CallStatus.PENDING
+        # Only an explicit PENDING is not terminal (a legacy record, status None, never is).
+        return self.status is not CallStatus.PENDING
 
     def matches(self, function_id: str, args_digest: str) -> bool:
         return self.function_id == function_id and self.args_digest == args_digest
