@@ -56,7 +56,7 @@ class RecordingStore(ForwardingStore):
         super().put_call_results(ref, index, results)
         kept = self.records.get(ref.state_key)
         if kept is not None:
-            kept.call_results[index : index + len(results)] = [r.copy() for r in results]
+            kept.call_results[index : index + len(results)] = list(results)
 
     def truncate_call_results(self, ref: StateRef, index: int) -> None:
         super().truncate_call_results(ref, index)

@@ -129,7 +129,7 @@ class ActionExecution:
         # Looked up once per action rather than on every durable call: this is the hot path (P4).
         self._action = self.ref.action.name
         self._where = (self.ref.key, self.ref.seq, self._action)
-        self._reach = self.injector.reach if self.injector is not None else None
+        self._reach = self.injector.recorder() if self.injector is not None else None
 
     # -- helpers ---------------------------------------------------------------------------------
     @property

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -142,6 +142,14 @@ class FaultInjector:
     def pending(self) -> int:
         return len(self.plan)
 
+    def recorder(self) -> Callable[[FaultPoint], None]:
+        """What to hand the fault points of one action execution to: :meth:`reach`, or, when nothing is
+        armed (a crash-free run, or every crash has fired), just ``trace.append``, since nothing can
+        fire before the action ends. Plans change between runs (:meth:`arm`), never during one."""
+        if self.plan or type(self).reach is not FaultInjector.reach:  # a subclass may watch every point
+            return self.reach
+        return self.trace.append if self.record_trace else _ignore
+
     def reach(self, point: FaultPoint) -> None:
         armed: CrashAt | None = None
         if self.plan:
@@ -167,6 +175,10 @@ class FaultInjector:
             self._matches = 0
             self.fired.append(point)
         raise SimulatedCrash(point)
+
+
+def _ignore(point: FaultPoint) -> None:
+    return None
 
 
 class NoFaults:

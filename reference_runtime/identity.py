@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import pickle
@@ -39,6 +40,18 @@ def args_digest(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
             data = cloudpickle.dumps((args, kwargs))
     except Exception:
         data = str((args, kwargs)).encode()
+    if len(data) <= _CACHED_DIGEST_INPUT:
+        return _short_digest(data)
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+# Sweeps and recoveries digest the same small argument lists over and over; remembering the digest of
+# short inputs costs one dict lookup instead of a sha256 (a cache of at most 4096 inputs of <= 512 bytes).
+_CACHED_DIGEST_INPUT = 512
+
+
+@functools.lru_cache(maxsize=4096)
+def _short_digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .events import Event
 
@@ -17,9 +17,9 @@ class CallStatus(enum.Enum):
     FAILED = "FAILED"
 
 
-@dataclass
-class CallResult:
-    """One durable call's record at a call index.
+class CallResult(NamedTuple):
+    """One durable call's record at a call index: an immutable value, so stores and executions share
+    records instead of copying them (benchmark P4).
 
     ``status`` is ``None`` for legacy records written before 0.3.0; their effective status is FAILED iff
     an exception payload is present, never PENDING (facts §5).
@@ -44,9 +44,8 @@ class CallResult:
         return cls(function_id, args_digest, None, exception_payload, CallStatus.FAILED)
 
     def copy(self) -> CallResult:
-        """A shallow copy (stores hand out copies so a caller cannot mutate what they hold)."""
-        return CallResult(self.function_id, self.args_digest, self.result_payload, self.exception_payload,
-                          self.status)
+        """The record itself: it is immutable (kept for stores written against the mutable record)."""
+        return self
 
     @property
     def effective_status(self) -> CallStatus:

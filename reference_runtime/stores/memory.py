@@ -19,7 +19,7 @@ class _Entry:
     seq: int
     action: str
     header: bytes
-    # Call results hold only strings and bytes, so a shallow copy isolates them; no encoding needed.
+    # Call results are immutable values: kept as they are, no encoding or copy needed.
     calls: list[CallResult] = field(default_factory=list)
 
 
@@ -47,7 +47,7 @@ class InMemoryStore:
 
     def put(self, ref: StateRef, state: ActionState) -> None:
         header = encode_state(state)
-        calls = [r.copy() for r in state.call_results]
+        calls = list(state.call_results)
         with self._lock:
             self._entries[ref.state_key] = _Entry(ref.key, ref.seq, ref.action.name, header, calls)
             self._count(header, *(map(encode_call_result, calls) if self.count_bytes else ()))
@@ -61,11 +61,11 @@ class InMemoryStore:
                 return None
             header, calls = entry.header, list(entry.calls)
         state = decode_state(header, _loc(ref))
-        state.call_results = [c.copy() for c in calls]
+        state.call_results = calls
         return state
 
     def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
-        copies = [r.copy() for r in results]
+        copies = list(results)
         with self._lock:
             entry = self._entries.get(ref.state_key)
             if entry is None:

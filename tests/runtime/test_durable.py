@@ -246,7 +246,7 @@ def test_hmac_rejects_tampered_payloads() -> None:
     assert state is not None
     payload = bytearray(state.call_results[0].result_payload or b"")
     payload[-2] ^= 1
-    state.call_results[0].result_payload = bytes(payload)
+    state.call_results[0] = state.call_results[0]._replace(result_payload=bytes(payload))
     store.put(REF, state)
     with pytest.raises(PayloadDecodeError, match="signature"):
         execution(store, codec=codec).execute(agents.step, (1,), {})
