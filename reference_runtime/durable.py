@@ -177,7 +177,7 @@ class ActionExecution:
         try:
             if outcome.error is not None:
                 return CallResult.failed(fid, digest, self.codec.encode_exception(outcome.error))
-            return CallResult(fid, digest, self.codec.encode_result(outcome.value), None, CallStatus.SUCCEEDED)
+            return _new(CallResult, (fid, digest, self.codec.encode_result(outcome.value), None, CallStatus.SUCCEEDED))
         except Exception as exc:
             raise ResultEncodeError(
                 f"the result of durable call {fid} at {self.location(index)} cannot be recorded "
