@@ -65,17 +65,20 @@ class InMemoryStore:
         return state
 
     def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
-        copies = list(results)
         with self._lock:
             entry = self._entries.get(ref.state_key)
             if entry is None:
                 raise StoreError(f"no action state to add call results to [{_loc(ref, index)}]")
-            if index > len(entry.calls):
-                raise StoreError(f"call index {index} leaves a gap after {len(entry.calls)} records")
-            entry.calls[index : index + len(copies)] = copies
+            calls = entry.calls
+            if index == len(calls) and len(results) == 1:
+                calls.append(results[0])  # the common case: one new record at the end
+            elif index > len(calls):
+                raise StoreError(f"call index {index} leaves a gap after {len(calls)} records")
+            else:
+                calls[index : index + len(results)] = results
             self._writes += 1
             if self.count_bytes:
-                self.bytes_written += sum(len(encode_call_result(r)) for r in copies)
+                self.bytes_written += sum(len(encode_call_result(r)) for r in results)
 
     def truncate_call_results(self, ref: StateRef, index: int) -> None:
         with self._lock:
