@@ -287,6 +287,8 @@ class Runner:
             for k, vs in by_key.items():
                 try:
                     await self._run_key(k, vs, pool)
+                except (KeyboardInterrupt, SystemExit):
+                    raise  # as a task does: these stop everything at once
                 except BaseException as exc:  # re-raised below, after the other keys have run
                     failure = failure or exc
             if failure is not None:

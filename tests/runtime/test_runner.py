@@ -221,3 +221,22 @@ def test_a_synchronous_run_that_awaits_a_future_is_refused() -> None:
 
     with pytest.raises(RuntimeError, match="declare the action async"):
         _drive(waits())
+
+
+class InterruptedAt(Agent):
+    ran: list[str] = []
+
+    @action(InputEvent)
+    @staticmethod
+    def work(event: Event, ctx: RunnerContext) -> None:
+        InterruptedAt.ran.append(ctx.key)
+        if ctx.key == "a":
+            raise KeyboardInterrupt
+
+
+def test_an_interrupt_stops_a_synchronous_run_at_once() -> None:
+    """RUN-10: Ctrl-C is not held back until the other keys of the segment have run."""
+    InterruptedAt.ran.clear()
+    with pytest.raises(KeyboardInterrupt):
+        Runner(InterruptedAt).run([("a", 0), ("b", 0)])
+    assert InterruptedAt.ran == ["a"]
