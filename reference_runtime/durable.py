@@ -34,7 +34,7 @@ Source = Literal["executed", "replayed", "reconciled"]
 
 _current_call: ContextVar[CallContext | None] = _in_durable_call
 
-# Builds a named tuple without going through its Python-level __new__: a durable call builds six
+# Builds a named tuple without going through its Python-level __new__: a durable call builds seven
 # (benchmark P4). Only with a tuple of exactly the fields, in order.
 _new = tuple.__new__
 
@@ -217,9 +217,6 @@ class ActionExecution:
             return Outcome(None, exc)
         finally:
             _in_durable_call.reset(token)
-
-    def reconcile(self, reconciler: Callable[[], Any], call: CallContext) -> Outcome:
-        return self.attempt(reconciler, (), {}, call)
 
     # -- planning --------------------------------------------------------------------------------
     def plan(self, fid: str, digest: str, has_reconciler: bool) -> tuple[str, Outcome | None]:
