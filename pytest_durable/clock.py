@@ -19,6 +19,8 @@ class FrozenClock:
     ``sleeps`` lists every sleep requested, so a test can assert a backoff schedule.
     """
 
+    virtual = True
+
     def __init__(self, frozen: Any) -> None:
         self._frozen = frozen
         self._lock = threading.Lock()

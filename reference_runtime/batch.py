@@ -71,6 +71,12 @@ async def run_batch(ex: ActionExecution, calls: list[DurableCall], config: Mappi
         ex.write(new[0].index, [CallResult.pending(s.fid, s.digest) for s in new])
         ex.fault(Phase.AFTER_PENDING, new[0].index, new[0].fid)
     window = asyncio.Semaphore(parallelism)
+    # The deadline is kept on the runtime's clock, so a virtual clock drives it (spec BAT-6): slots then
+    # check it themselves when their turn comes and when they finish. Only a real clock also needs the
+    # event loop's timer, to stop waiting for a straggler.
+    clock = ex.clock
+    deadline = clock.now() + timeout_ms / 1000 if timeout_ms > 0 else None
+    real_time = deadline is not None and not getattr(clock, "virtual", False)
 
     halted: list[BaseException] = []
 
@@ -80,6 +86,8 @@ async def run_batch(ex: ActionExecution, calls: list[DurableCall], config: Mappi
                 # A crash in another slot is a dead process: nothing may start after it (not even in the
                 # moment between its window slot being released and the batch noticing).
                 return
+            if deadline is not None and clock.now() >= deadline:
+                return  # its turn came after the deadline: it never starts and stays PENDING
             slot.started = True
             if slot.plan == "reconcile":
                 assert slot.call.reconciler is not None
@@ -88,6 +96,9 @@ async def run_batch(ex: ActionExecution, calls: list[DurableCall], config: Mappi
             else:
                 outcome = await ex.offload(slot.call.func, slot.call.args, slot.kwargs,
                                            ex.context_for(slot.index, slot.fid, slot.digest))
+            if deadline is not None and clock.now() > deadline:
+                # Finished after the deadline: the work happened, but the batch reports it failed.
+                outcome = Outcome.failure(_late(slot, timeout_ms))
             try:
                 _finalize(ex, slot, outcome)
             except BaseException as exc:
@@ -97,20 +108,18 @@ async def run_batch(ex: ActionExecution, calls: list[DurableCall], config: Mappi
     tasks = {asyncio.ensure_future(run(s)): s for s in slots if s.plan != "replay"}
     try:
         if tasks:
-            timeout = timeout_ms / 1000 if timeout_ms > 0 else None
-            done, pending = await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_EXCEPTION)
+            wait = max(0.0, deadline - clock.now()) if real_time and deadline is not None else None
+            done, pending = await asyncio.wait(tasks, timeout=wait, return_when=asyncio.FIRST_EXCEPTION)
             for t in done:
                 if t.exception() is not None:
                     raise t.exception()  # type: ignore[misc]
             for t in pending:
                 t.cancel()
-            for t in pending:
-                slot = tasks[t]
-                if slot.started:
+            for t, slot in tasks.items():
+                if t in pending and slot.started:
                     # Started but unfinished: the work may still land, but the batch reports it failed.
-                    _finalize(ex, slot, Outcome.failure(BatchTimeoutError(
-                        f"{slot.fid} did not finish within {timeout_ms} ms")))
-                else:
+                    _finalize(ex, slot, Outcome.failure(_late(slot, timeout_ms)))
+                elif slot.outcome is None:
                     slot.outcome = Outcome.failure(BatchTimeoutError(f"{slot.fid} did not start in time"))
     finally:
         for t in tasks:
@@ -118,6 +127,10 @@ async def run_batch(ex: ActionExecution, calls: list[DurableCall], config: Mappi
         await asyncio.gather(*tasks, return_exceptions=True)
     ex.index = base + len(calls)
     return [s.outcome if s.outcome is not None else Outcome.failure(RuntimeError("no outcome")) for s in slots]
+
+
+def _late(slot: _Slot, timeout_ms: int) -> BatchTimeoutError:
+    return BatchTimeoutError(f"{slot.fid} did not finish within {timeout_ms} ms")
 
 
 def _plan(ex: ActionExecution, base: int, calls: list[DurableCall]) -> list[_Slot]:

@@ -7,6 +7,9 @@ from typing import Protocol
 
 
 class Clock(Protocol):
+    """What the runtime reads time from. A clock with a true ``virtual`` attribute moves only when slept
+    on or advanced; the runtime then measures batch deadlines on it alone, never with real timers."""
+
     def now(self) -> float:
         """Seconds, monotonic within a run."""
 
@@ -16,6 +19,8 @@ class Clock(Protocol):
 
 class SystemClock:
     """Real time. ``time.time`` rather than ``monotonic`` so that freezegun can move it."""
+
+    virtual = False
 
     def now(self) -> float:
         return time.time()
@@ -27,6 +32,8 @@ class SystemClock:
 
 class VirtualClock:
     """A clock that only moves when slept on or advanced: deterministic, instant."""
+
+    virtual = True
 
     def __init__(self, start: float = 0.0) -> None:
         self._now = start

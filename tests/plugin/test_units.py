@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import given, settings
@@ -20,6 +20,7 @@ from pytest_durable.sweep import learn, points_to_crash
 from reference_runtime import (
     Agent,
     CrashAt,
+    DurableCall,
     Event,
     InputEvent,
     OutputEvent,
@@ -359,6 +360,43 @@ class Flaky(Agent):
 
 def _backoff() -> Backoff:
     return Backoff(initial=10.0, multiplier=2.0, maximum=100.0, jitter=0.0)
+
+
+#: The clock the batch tools below take their time on (set by the test that runs them).
+TOOL_CLOCK: list[Any] = []
+
+
+def slow_lookup(seconds: float) -> float:
+    TOOL_CLOCK[0].sleep(seconds)
+    return seconds
+
+
+class TimedBatch(Agent):
+    config: ClassVar[dict[str, Any]] = {"tool-call.parallelism": 1, "tool-call.batch.timeout.ms": 5_000}
+
+    @action(InputEvent)
+    @staticmethod
+    async def go(event: Event, ctx: RunnerContext) -> None:
+        calls = [DurableCall(slow_lookup, (s,)) for s in event.attributes["input"]]
+        outcomes = await ctx.durable_execute_all_async(calls)
+        ctx.send_event(OutputEvent([type(o.error).__name__ if o.error else o.value for o in outcomes]))
+
+
+def test_batch_timeouts_run_on_the_frozen_clock() -> None:
+    """PLG-6, BAT-6: under the frozen clock a batch deadline is virtual time: a tool that takes 60 s of it
+    times out a 5 s batch at once, and the call after it never starts."""
+    from freezegun import freeze_time
+
+    from pytest_durable.clock import FrozenClock
+
+    with freeze_time("2026-01-01") as frozen:
+        clock = FrozenClock(frozen)
+        TOOL_CLOCK[:] = [clock]
+        h = harness()
+        h.clock = clock
+        result = h.run(TimedBatch, [("k", [1.0, 60.0, 2.0])])
+    assert result.outputs == {"k": [[1.0, "BatchTimeoutError", "BatchTimeoutError"]]}
+    assert clock.sleeps == [1.0, 60.0], "the third call never started"
 
 
 def test_sqlite_store_factory_makes_distinct_files(tmp_path: Path) -> None:

@@ -27,12 +27,15 @@ from reference_runtime import (
     current_call,
 )
 from reference_runtime.batch import BatchTimeoutError
+from reference_runtime.clock import VirtualClock
 from reference_runtime.faults import SimulatedCrash
 from reference_runtime.records import CallStatus
 from reference_runtime.stores.memory import InMemoryStore
 
 RUNS: Counter[int] = Counter()  # executions per slot index
 DELAYS: dict[int, float] = {}
+#: When set, tools take their delay on this clock (virtual time) instead of sleeping for real.
+CLOCK: list[VirtualClock] = []
 ACTIVE = {"now": 0, "max": 0}
 LOCK = threading.Lock()
 THREADS: set[str] = set()
@@ -44,7 +47,10 @@ def tool(i: int) -> int:
         ACTIVE["max"] = max(ACTIVE["max"], ACTIVE["now"])
         THREADS.add(threading.current_thread().name)
     try:
-        time.sleep(DELAYS.get(i, 0.0))
+        if CLOCK:
+            CLOCK[0].sleep(DELAYS.get(i, 0.0))
+        else:
+            time.sleep(DELAYS.get(i, 0.0))
         RUNS[current_call().call_id.call_index] += 1
         if i < 0:
             raise ValueError(f"tool {i} failed")
@@ -54,7 +60,8 @@ def tool(i: int) -> int:
             ACTIVE["now"] -= 1
 
 
-def reset(delays: dict[int, float] | None = None) -> None:
+def reset(delays: dict[int, float] | None = None, clock: VirtualClock | None = None) -> None:
+    CLOCK[:] = [clock] if clock is not None else []
     RUNS.clear()
     DELAYS.clear()
     DELAYS.update(delays or {})
@@ -189,20 +196,37 @@ class Probe(Agent):
         Probe.SEEN[:] = await ctx.durable_execute_all_async(calls)
 
 
-def crashed_before_complete(n: int, **config: Any) -> tuple[Runner, InMemoryStore]:
+def crashed_before_complete(n: int, clock: VirtualClock | None = None, **config: Any) -> tuple[Runner, InMemoryStore]:
     store = InMemoryStore()
-    runner = Runner(Probe, store, config=config, injector=FaultInjector([CrashAt(Phase.BEFORE_COMPLETE)]))
+    runner = Runner(Probe, store, config=config, injector=FaultInjector([CrashAt(Phase.BEFORE_COMPLETE)]),
+                    clock=clock)
     runner.inputs.append(("k", n))
     with pytest.raises(SimulatedCrash):
         runner.process()
     return runner, store
 
 
-def test_timeout_fails_started_calls_and_leaves_unstarted_pending() -> None:
-    """BAT-6: finished keep their outcome, started-unfinished fail with a timeout, never-started stay PENDING."""
-    reset({1: 0.6})
+def test_timeout_on_the_real_clock_stops_waiting_for_a_straggler() -> None:
+    """BAT-6 on real time: the loop's timer ends the wait while a started call is still running."""
+    reset({1: 0.3})
     Probe.SHIFT.clear()
-    _runner, store = crashed_before_complete(4, **{"tool-call.parallelism": 1, "tool-call.batch.timeout.ms": 200})
+    _runner, store = crashed_before_complete(3, **{"tool-call.parallelism": 1, "tool-call.batch.timeout.ms": 100})
+    seen = Probe.SEEN
+    assert seen[0].is_success() and isinstance(seen[1].error, BatchTimeoutError)
+    assert "did not finish within 100 ms" in str(seen[1].error)
+    (entry,) = store._entries.values()
+    assert [c.status for c in entry.calls] == [CallStatus.SUCCEEDED, CallStatus.FAILED, CallStatus.PENDING]
+
+
+def test_timeout_fails_started_calls_and_leaves_unstarted_pending() -> None:
+    """BAT-6, PLG-6: on a virtual clock (no real waiting): finished calls keep their outcome, a call that
+    finishes after the deadline fails with a timeout, calls whose turn comes after it never start."""
+    clock = VirtualClock()
+    reset({1: 0.6}, clock)
+    Probe.SHIFT.clear()
+    _runner, store = crashed_before_complete(4, clock, **{"tool-call.parallelism": 1,
+                                                         "tool-call.batch.timeout.ms": 200})
+    assert clock.sleeps == [0.0, 0.6], "slot 1 took 0.6 s of virtual time; slots 2 and 3 never ran"
     seen = Probe.SEEN
     assert seen[0].is_success() and seen[0].value == 0
     assert isinstance(seen[1].error, BatchTimeoutError)
