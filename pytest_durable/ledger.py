@@ -54,9 +54,9 @@ class LedgerError(AssertionError):
 
 
 def _call_id(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-    from reference_runtime.durable import _current_call
+    from reference_runtime.memory import _in_durable_call
 
-    ctx = _current_call.get()
+    ctx = _in_durable_call.get()
     if ctx is not None:
         return ctx.idempotency_key
     shown = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in sorted(kwargs.items()))])

@@ -76,7 +76,6 @@ async def run_batch(ex: ActionExecution, calls: list[DurableCall], config: Mappi
     # event loop's timer, to stop waiting for a straggler.
     clock = ex.clock
     deadline = clock.now() + timeout_ms / 1000 if timeout_ms > 0 else None
-    real_time = deadline is not None and not getattr(clock, "virtual", False)
 
     halted: list[BaseException] = []
 
@@ -108,7 +107,8 @@ async def run_batch(ex: ActionExecution, calls: list[DurableCall], config: Mappi
     tasks = {asyncio.ensure_future(run(s)): s for s in slots if s.plan != "replay"}
     try:
         if tasks:
-            wait = max(0.0, deadline - clock.now()) if real_time and deadline is not None else None
+            virtual = getattr(clock, "virtual", False)
+            wait = None if deadline is None or virtual else max(0.0, deadline - clock.now())
             done, pending = await asyncio.wait(tasks, timeout=wait, return_when=asyncio.FIRST_EXCEPTION)
             for t in done:
                 if t.exception() is not None:

@@ -38,7 +38,8 @@ class RunnerContext:
         self._config = config
         self._action_config = action_config
         self._owner = owner
-        # Read once per action, not on every durable call (spec DE-14).
+        # A test switch (spec DE-14), to explore what recovery does when no reconciler is available;
+        # read once per action, not on every durable call.
         self._reconcilers = config.get(RECONCILERS_KEY, True) is not False
         self.sent: list[Event] = []
 
@@ -119,8 +120,8 @@ class RunnerContext:
         if is_two_phase(func):
             return DurableAwaitable(lambda: execute_two_phase_async(ex, cast(TwoPhaseCommit, func), durable_id))
         return DurableAwaitable(
-            lambda: ex.execute_async(func, args, kwargs, reconciler=self._honoured(reconciler), durable_id=durable_id,
-                                     retry=retry)
+            lambda: ex.execute_async(func, args, kwargs, reconciler=reconciler if self._reconcilers else None,
+                                     durable_id=durable_id, retry=retry)
         )
 
     def durable_execute_all_async(self, calls: list[DurableCall]) -> Awaitable[list[Outcome]]:
@@ -132,7 +133,3 @@ class RunnerContext:
         if not self._reconcilers:
             calls = [dataclasses.replace(c, reconciler=None) for c in calls]
         return DurableAwaitable(lambda: run_batch(ex, list(calls), config))
-
-    def _honoured(self, reconciler: Callable[[], Any] | None) -> Callable[[], Any] | None:
-        # A test switch (spec DE-14): explore what recovery does when no reconciler is available.
-        return reconciler if self._reconcilers else None

@@ -13,7 +13,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Generator
 from concurrent.futures import Executor
-from contextvars import ContextVar, copy_context
+from contextvars import copy_context
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
@@ -22,7 +22,7 @@ from .codecs import PayloadCodec
 from .errors import DurableError, Location, NondeterminismError, PayloadDecodeError
 from .faults import FaultInjector, FaultPoint, Phase
 from .identity import CallContext, CallId, args_digest, function_id
-from .memory import _in_durable_call
+from .memory import _in_durable_call as _current_call
 from .records import ActionState, CallResult, CallStatus, StateRef
 from .retry import RetryPolicy
 from .stores.base import ActionStateStore
@@ -31,8 +31,6 @@ log = logging.getLogger("reference_runtime.durable")
 
 MismatchMode = Literal["lenient", "strict"]
 Source = Literal["executed", "replayed", "reconciled"]
-
-_current_call: ContextVar[CallContext | None] = _in_durable_call
 
 # Builds a named tuple without going through its Python-level __new__: a durable call builds seven
 # (benchmark P4). Only with a tuple of exactly the fields, in order.
@@ -168,8 +166,8 @@ class ActionExecution:
             if record.exception_payload is not None and record.effective_status.value == "FAILED":
                 return Outcome.failure(self.codec.decode_exception(record.exception_payload))
             if record.result_payload is None:
-                return Outcome(None, None)
-            return Outcome(self.codec.decode_result(record.result_payload), None)
+                return Outcome.success(None)
+            return Outcome.success(self.codec.decode_result(record.result_payload))
         except PayloadDecodeError as exc:
             # Fail fast and delete nothing: the record may be readable with another codec or key.
             raise type(exc)(
@@ -207,7 +205,7 @@ class ActionExecution:
     def attempt(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
                 call: CallContext) -> Outcome:
         # Set by hand rather than through a context manager: this is the hot path.
-        token = _in_durable_call.set(call)
+        token = _current_call.set(call)
         try:
             return Outcome(func(*args, **kwargs), None)
         except DurableError:
@@ -216,7 +214,7 @@ class ActionExecution:
         except Exception as exc:
             return Outcome(None, exc)
         finally:
-            _in_durable_call.reset(token)
+            _current_call.reset(token)
 
     # -- planning --------------------------------------------------------------------------------
     def plan(self, fid: str, digest: str, has_reconciler: bool) -> tuple[str, Outcome | None]:
@@ -331,7 +329,7 @@ class ActionExecution:
                       call: CallContext, *, retry: RetryPolicy | None = None, reconcile: bool = False) -> Outcome:
         """Run ``func`` off the runner's thread (coroutine functions run as their own task)."""
         if inspect.iscoroutinefunction(func):
-            token = _in_durable_call.set(call)
+            token = _current_call.set(call)
             try:
                 return Outcome.success(await func(*args, **kwargs))
             except DurableError:
@@ -339,7 +337,7 @@ class ActionExecution:
             except Exception as exc:
                 return Outcome.failure(exc)
             finally:
-                _in_durable_call.reset(token)
+                _current_call.reset(token)
         loop = asyncio.get_running_loop()
         ctx = copy_context()
         if reconcile:

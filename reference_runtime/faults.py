@@ -151,12 +151,10 @@ class FaultInjector:
         return self.trace.append if self.record_trace else _ignore
 
     def reach(self, point: FaultPoint) -> None:
-        armed: CrashAt | None = None
-        if self.plan:
-            try:
-                armed = self.plan[0]
-            except IndexError:  # emptied by another thread's crash since the test above
-                armed = None
+        try:
+            armed: CrashAt | None = self.plan[0]
+        except IndexError:  # nothing armed (executions skip reach then: see recorder)
+            armed = None
         if armed is None or not armed.matches(point):
             # Most points select nothing: no lock (list.append is atomic). A point racing another thread's
             # crash may miss the selector armed next, as it would miss it in a real process.

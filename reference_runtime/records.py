@@ -43,10 +43,6 @@ class CallResult(NamedTuple):
     def failed(cls, function_id: str, args_digest: str, exception_payload: bytes) -> CallResult:
         return cls(function_id, args_digest, None, exception_payload, CallStatus.FAILED)
 
-    def copy(self) -> CallResult:
-        """The record itself: it is immutable (kept for stores written against the mutable record)."""
-        return self
-
     @property
     def effective_status(self) -> CallStatus:
         if self.status is not None:

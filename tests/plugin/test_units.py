@@ -120,8 +120,8 @@ def test_dedup_counts_like_the_external_system() -> None:
     ledger.new_run("base", baseline=True)
     ledger.book("send", "k/0/a/0")
     ledger.new_run("again")
-    from reference_runtime.durable import _current_call
     from reference_runtime.identity import CallContext, CallId
+    from reference_runtime.memory import _in_durable_call as _current_call
 
     token = _current_call.set(CallContext(CallId("k", 0, "a", 0), "f", "d"))
     try:
