@@ -111,6 +111,13 @@ def _loc(ref: StateRef, index: int | None = None) -> Location:
     return Location(ref.key, ref.seq, ref.action.name, index)
 
 
+def _refuse_corrupt(entry: _Entry, ref: StateRef) -> None:
+    """A state whose records failed to decode on replay is refused on every access, never half-used."""
+    if entry.problem is not None:
+        reason, at = entry.problem
+        raise CorruptRecordError(reason, _loc(ref, at))
+
+
 def _s_key(state_key: str) -> str:
     return f"S|{state_key}"
 
@@ -428,9 +435,7 @@ class KafkaStore:
         entry = self._entries.get(ref.state_key)
         if entry is None:
             raise StoreError(f"no action state to add call results to [{_loc(ref, index)}]")
-        if entry.problem is not None:
-            reason, at = entry.problem
-            raise CorruptRecordError(reason, _loc(ref, at))
+        _refuse_corrupt(entry, ref)
         return entry
 
     def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
@@ -454,9 +459,7 @@ class KafkaStore:
             entry = self._entries.get(ref.state_key)
             if entry is None:
                 return
-            if entry.problem is not None:
-                reason, at = entry.problem
-                raise CorruptRecordError(reason, _loc(ref, at))
+            _refuse_corrupt(entry, ref)
             length = max(0, min(index, len(entry.calls)))
             self._send([(_t_key(ref.state_key), str(length).encode("ascii"), part, None)])
             del entry.calls[length:]
@@ -488,9 +491,7 @@ class KafkaStore:
                 self._delete([sk for sk, e in self._entries.items()
                               if (seq := e.seq_of(ref.key)) is not None and seq > ref.seq])
                 return None
-            if entry.problem is not None:
-                reason, at = entry.problem
-                raise CorruptRecordError(reason, _loc(ref, at))
+            _refuse_corrupt(entry, ref)
             header, calls = entry.header, list(entry.calls)
         state = decode_state(header, _loc(ref))
         state.call_results = [decode_call_result(body, _loc(ref, i)) for i, body in enumerate(calls)]
