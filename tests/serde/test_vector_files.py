@@ -1,4 +1,4 @@
-"""The golden vectors are committed inside the repository, unmodified (SER-1..SER-7 are checked against them)."""
+"""The golden vectors are committed inside the repository, unmodified (DOC-2; SER-1..SER-7 are checked against them)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def recorded_checksums() -> dict[str, str]:
 
 
 def test_every_committed_vector_file_matches_its_recorded_sha256() -> None:
-    """SER-1: the vectors are the unmodified copies PROVENANCE.md records; a changed byte fails here."""
+    """DOC-2, SER-1: the vectors are the unmodified copies PROVENANCE.md records; a changed byte fails here."""
     recorded = recorded_checksums()
     on_disk = {str(p.relative_to(COMMITTED)) for p in COMMITTED.rglob("*") if p.is_file()} - {"PROVENANCE.md"}
     assert on_disk == set(recorded), f"files without a checksum, or checksums without a file: {on_disk ^ set(recorded)}"
@@ -34,7 +34,7 @@ def test_every_committed_vector_file_matches_its_recorded_sha256() -> None:
 
 
 def test_all_five_vector_files_and_the_captured_topic_are_committed() -> None:
-    """SER-7: the five generated files and the captured 0.2.0 topic are all there."""
+    """DOC-2, SER-7: the five generated files and the captured 0.2.0 topic are all there."""
     names = set(recorded_checksums())
     assert {"actionstate_serialize.jsonl", "actionstate_deserialize.jsonl", "kryo_values.jsonl", "state_keys.jsonl",
             "legacy_020.jsonl", "captured/flink-agents-0.2.0-kafka-topic.jsonl", "README.md",
@@ -42,7 +42,7 @@ def test_all_five_vector_files_and_the_captured_topic_are_committed() -> None:
 
 
 def test_no_test_reads_the_vectors_from_outside_the_repository() -> None:
-    """The default vectors folder is inside the repository (an override is only used when set)."""
+    """DOC-2: the default vectors folder is inside the repository (an override is only used when set)."""
     root = Path(__file__).resolve().parents[2]
     assert COMMITTED.is_relative_to(root)
     sources = [p for p in (root / "tests").rglob("*.py")] + [p for p in (root / "conformance").rglob("*.py")]
