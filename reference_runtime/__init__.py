@@ -31,7 +31,7 @@ from .events import (
     ToolRequestEvent,
     ToolResponseEvent,
 )
-from .faults import CrashAt, FaultInjector, FaultPoint, Phase, SimulatedCrash
+from .faults import CrashAt, CrashNotReachedError, FaultInjector, FaultPoint, Phase, SimulatedCrash
 from .identity import CallContext, CallId, args_digest, function_id
 from .memory import MemoryObject, MemoryRef
 from .records import ActionState, CallResult, CallStatus, MemoryUpdate
@@ -51,6 +51,7 @@ __all__ = [
     "CloudpickleCodec",
     "CorruptRecordError",
     "CrashAt",
+    "CrashNotReachedError",
     "DurableCall",
     "DurableError",
     "EmittedOutput",

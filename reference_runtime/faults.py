@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from .errors import DurableError
+
 
 class Phase(enum.StrEnum):
     """Where, relative to a durable call or an action, a fault point sits."""
@@ -100,6 +102,15 @@ class CrashAt:
             and (self.call_index is None or self.call_index == point.call_index)
         )
 
+    def describe(self) -> str:
+        """The fields that narrow this selector, e.g. ``CrashAt(after-effect, call_index=1)``."""
+        parts = [] if self.phase is None else [self.phase.value]
+        parts += [f"{name}={value!r}" for name in ("key", "seq", "action", "call_index")
+                  if (value := getattr(self, name)) is not None]
+        if self.nth != 1:
+            parts.append(f"nth={self.nth}")
+        return f"CrashAt({', '.join(parts)})"
+
     @classmethod
     def point(cls, point: FaultPoint) -> CrashAt:
         """A selector for exactly this point (its first occurrence)."""
@@ -123,12 +134,18 @@ class FaultInjector:
 
     ``plan`` is consumed in order: the first selector is armed; when it fires, the next one is armed
     (it may fire during the recovery that follows). Thread-safe, since durable work runs on a pool.
+
+    ``must_fire`` (default): a run that ends with selectors still armed raises
+    :class:`CrashNotReachedError` (DOC-5), since a crash test whose crash never happened would pass
+    without testing anything. ``must_fire=False`` lets a plan end unfinished (schedules drawn at random,
+    whose later crashes recovery may never reach); :attr:`pending` then says how many did not fire.
     """
 
     plan: list[CrashAt] = field(default_factory=list)
     trace: list[FaultPoint] = field(default_factory=list)
     fired: list[FaultPoint] = field(default_factory=list)
     record_trace: bool = True
+    must_fire: bool = True
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -141,6 +158,11 @@ class FaultInjector:
     @property
     def pending(self) -> int:
         return len(self.plan)
+
+    def check_fired(self) -> None:
+        """Raise :class:`CrashNotReachedError` if ``must_fire`` and a selector never fired (DOC-5)."""
+        if self.must_fire and self.plan:
+            raise CrashNotReachedError(list(self.plan), [p.label() for p in self.trace], len(self.fired))
 
     def recorder(self) -> Callable[[FaultPoint], None]:
         """What to hand the fault points of one action execution to: :meth:`reach`, or, when nothing is
@@ -173,6 +195,23 @@ class FaultInjector:
             self._matches = 0
             self.fired.append(point)
         raise SimulatedCrash(point)
+
+
+class CrashNotReachedError(DurableError, AssertionError):
+    """A run ended while crash selectors were still armed: the crash the test asked for never happened.
+
+    An ``AssertionError`` too, so a test using it fails rather than errors. ``unfired`` are the selectors
+    left, ``reached`` the labels of the fault points the run reached (in order, repeats removed)."""
+
+    def __init__(self, unfired: list[CrashAt], reached: list[str], fired: int) -> None:
+        self.unfired = unfired
+        self.reached = list(dict.fromkeys(reached))
+        calls = sorted({int(label[4:].split(":")[0]) for label in self.reached if label.startswith("call")})
+        made = f"durable calls with index {calls[0]}..{calls[-1]}" if calls else "no durable call"
+        super().__init__(
+            f"crash selector(s) never fired: {', '.join(c.describe() for c in unfired)} ({fired} fired before); "
+            f"the run made {made} and reached {self.reached}. Select a point the run reaches, or pass "
+            "FaultInjector(..., must_fire=False) if the crash is optional (DOC-5)")
 
 
 def _ignore(point: FaultPoint) -> None:

@@ -202,6 +202,8 @@ class Runner:
             while True:
                 try:
                     self._process_on(loop)
+                    if self.injector is not None:
+                        self.injector.check_fired()
                     return self.result()
                 except SimulatedCrash as crash:
                     self.crashes.append(crash.point)

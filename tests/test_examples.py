@@ -54,3 +54,16 @@ def test_tutorial_fixed_agent_is_green(pytester: pytest.Pytester, monkeypatch: p
     result = _tutorial(pytester, monkeypatch, "refund_fixed")
     result.assert_outcomes(passed=12)
     result.stdout.fnmatch_lines(["durable: 9 fault points swept, * crash schedules run, 9 crashes injected*"])
+
+
+def test_refund_example_crashes_between_its_two_calls_and_books_one_refund() -> None:
+    """DOC-5, REC-6: the README's agent makes two durable calls, so CrashAt(call_index=1) fires; recovery
+    replays the look-up, repeats the refund under the same idempotency key, and one refund is booked."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        from examples import refund
+    finally:
+        sys.path.pop(0)
+    refund.PAYMENTS.clear()
+    assert refund.main() == 0
+    assert list(refund.PAYMENTS.values()) == [("order-7", 30)]

@@ -1,4 +1,4 @@
-"""Byte-exact compatibility with the Java classes, case by case from ``../shared/vectors`` (SER-1..SER-7)."""
+"""Byte-exact compatibility with the Java classes, case by case from the golden vectors (SER-1..SER-7)."""
 
 from __future__ import annotations
 
