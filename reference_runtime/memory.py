@@ -45,7 +45,7 @@ def check_action_access(owner: int | None, what: str) -> None:
 class Item:
     """An object or a value in the flat map.
 
-    Committed items are never changed in place, so snapshots can share them (spec RUN-11). An object's
+    Committed items are never changed in place, so snapshots can share them (spec COST-1). An object's
     children live in a list that later versions of the object extend; each version sees the first
     ``count`` names, so adding a field is O(1) however many fields the object already has.
     """
@@ -155,7 +155,7 @@ class FlatMemory:
     Snapshots (:meth:`freeze`) cost O(1): after the first one, every commit logs the item it replaces,
     once per path and snapshot epoch, and a snapshot reads through that log. :meth:`restore` undoes the
     writes since a snapshot, so a failover costs what was written since the checkpoint, not the size of
-    the memory (spec RUN-11).
+    the memory (spec COST-1).
     """
 
     def __init__(self, items: dict[str, Item] | None = None) -> None:

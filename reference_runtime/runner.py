@@ -57,7 +57,7 @@ class Checkpoint:
     """A consistent snapshot: every input before ``offset`` is fully processed.
 
     Its mappings share what did not change since the previous checkpoint, so taking one costs what was
-    touched since then, not the number of keys or memory fields (spec RUN-11).
+    touched since then, not the number of keys or memory fields (spec COST-1).
     """
 
     offset: int
@@ -100,7 +100,7 @@ class RunResult:
     """What a finished run produced, the durable-call journal of every attempt and the crash trace.
 
     ``emitted``, ``journal`` and ``memory`` are read-only views and ``outputs`` is built when first read,
-    so producing a result does not cost more after a million earlier inputs (spec RUN-11).
+    so producing a result does not cost more after a million earlier inputs (spec COST-1).
     """
 
     def __init__(

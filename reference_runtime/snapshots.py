@@ -1,4 +1,4 @@
-"""Cheap snapshots for checkpoints and run results (spec RUN-11).
+"""Cheap snapshots for checkpoints and run results (spec COST-1).
 
 A checkpoint must not cost more for a runner that has seen 100 000 keys than for one that has seen 100:
 it records only what changed since the previous checkpoint and shares the rest. Two shapes do that:
