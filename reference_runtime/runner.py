@@ -260,6 +260,7 @@ class Runner:
         # One event loop for the run and all its recoveries: creating one costs as much as ten durable
         # calls, and a crash scenario fails over at least once (benchmark P4).
         loop = None if self._sync else asyncio.new_event_loop()
+        failovers_before = self.failovers  # the limit is per call: a long-lived runner may fail over often
         try:
             while True:
                 try:
@@ -267,7 +268,7 @@ class Runner:
                     return self.result()
                 except SimulatedCrash as crash:
                     self.crashes.append(crash.point)
-                    if self.failovers >= max_failovers:
+                    if self.failovers - failovers_before >= max_failovers:
                         raise DurableError(f"gave up after {max_failovers} failovers") from crash
                     self.fail_over()
         finally:

@@ -221,3 +221,13 @@ def test_sqlite_call_cost_is_flat_in_earlier_calls(tmp_path: Any) -> None:
     call does) are the same after 20 and after 3 000 earlier calls of the action."""
     few, many = _vm_steps_per_call(tmp_path, 20), _vm_steps_per_call(tmp_path, 3000)
     assert many <= few * 1.2, (few, many)
+
+
+def test_failover_limit_counts_the_failovers_of_one_run() -> None:
+    """RUN-7/REC-1: ``max_failovers`` bounds one ``run`` call; a long-lived runner that failed over in
+    earlier runs is not refused later."""
+    runner = Runner(Counter, InMemoryStore(), checkpoint_every=1)
+    for i in range(3):
+        runner.injector = FaultInjector([CrashAt(Phase.AFTER_COMPLETE)])
+        runner.run([("k", i)], max_failovers=1)
+    assert runner.failovers == 3
