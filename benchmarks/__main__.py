@@ -8,7 +8,8 @@ from __future__ import annotations
 import importlib
 import sys
 
-ALL = ["p1_overhead", "p2_replay", "p3_bytes", "p4_scenarios", "p5_batch", "p6_certify", "p7_keys", "p8_memory", "p9_sweep", "p10_redis"]
+ALL = ["p1_overhead", "p2_replay", "p3_bytes", "p4_scenarios", "p5_batch", "p6_certify", "p7_keys", "p8_memory",
+       "p9_sweep", "p10_redis"]
 
 
 def main(argv: list[str]) -> int:
