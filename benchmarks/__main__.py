@@ -8,11 +8,12 @@ from __future__ import annotations
 import importlib
 import sys
 
-ALL = ["p1_overhead", "p2_replay", "p3_bytes", "p4_scenarios", "p5_batch", "p6_certify"]
+ALL = ["p1_overhead", "p2_replay", "p3_bytes", "p4_scenarios", "p5_batch", "p6_certify", "p7_keys", "p8_memory",
+       "p9_sweep", "p10_redis"]
 
 
 def main(argv: list[str]) -> int:
-    wanted = [n for n in ALL if not argv or any(n.startswith(a) for a in argv)]
+    wanted = [n for n in ALL if not argv or any(n == a or n.startswith(a + "_") for a in argv)]
     for name in wanted:
         try:
             module = importlib.import_module(f"benchmarks.{name}")

@@ -3,9 +3,7 @@ at chosen points or at every point, explore crash schedules, check golden journa
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,12 +27,14 @@ class DurableInvariantError(AssertionError):
     spec clause, and for schedules the marker that reproduces the failure."""
 
 
-@dataclass
 class DurableRun(RunResult):
     """A :class:`RunResult` plus every action state the run persisted (last version written, keyed by
     state key), read back through the store even if a checkpoint pruned it later."""
 
-    records: dict[str, ActionState] = field(default_factory=dict)
+    def __init__(self, result: RunResult, records: dict[str, ActionState]) -> None:
+        super().__init__(emitted=result.emitted, memory=result.memory, journal=result.journal,
+                         failovers=result.failovers, crashes=result.crashes)
+        self.records = records
 
 
 class RecordingStore(ForwardingStore):
@@ -322,8 +322,7 @@ class DurableHarness:
 
 
 def _with_records(result: RunResult, store: RecordingStore) -> DurableRun:
-    fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(RunResult)}
-    return DurableRun(**fields, records=dict(store.records))
+    return DurableRun(result, dict(store.records))
 
 
 def _selector_text(c: CrashAt) -> str:

@@ -8,10 +8,12 @@ creation explicitly, so replaying it rebuilds exactly the same map (Flink Agents
 
 from __future__ import annotations
 
+import bisect
 import copy
 import threading
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from .errors import MemoryAccessError
@@ -40,16 +42,56 @@ def check_action_access(owner: int | None, what: str) -> None:
         )
 
 
-@dataclass
 class Item:
-    """An object (``children`` in insertion order) or a value."""
+    """An object or a value in the flat map.
 
-    is_object: bool
-    value: Any = None
-    children: list[str] = field(default_factory=list)
+    Committed items are never changed in place, so snapshots can share them (spec COST-1). An object's
+    children live in a list that later versions of the object extend; each version sees the first
+    ``count`` names, so adding a field is O(1) however many fields the object already has.
+    """
+
+    __slots__ = ("_count", "_kids", "is_object", "value")
+
+    def __init__(self, is_object: bool, value: Any = None, children: list[str] | None = None) -> None:
+        self.is_object = is_object
+        self.value = value
+        self._kids: list[str] = list(children) if children else []
+        self._count = len(self._kids)
+
+    @property
+    def children(self) -> list[str]:
+        """The object's field names, in insertion order."""
+        return self._kids[: self._count]
+
+    def has_children(self) -> bool:
+        return self._count > 0
+
+    def with_child(self, name: str) -> Item:
+        """This object with one more child, sharing the child list."""
+        kids = self._kids
+        if len(kids) > self._count:
+            # A newer version that was thrown away (a crashed action, a restored checkpoint) left names
+            # behind; no live version can see them.
+            del kids[self._count :]
+        kids.append(name)
+        new = Item.__new__(Item)
+        new.is_object, new.value, new._kids, new._count = True, None, kids, self._count + 1
+        return new
 
     def clone(self) -> Item:
-        return Item(self.is_object, self.value, list(self.children))
+        return Item(self.is_object, self.value, self.children)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Item):
+            return NotImplemented
+        return (self.is_object, self.value, self.children) == (other.is_object, other.value, other.children)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        if self.is_object:
+            return f"Item(object, children={self.children!r})"
+        return f"Item(value={self.value!r})"
 
 
 def validate_value(value: Any, breadcrumb: str) -> Any:
@@ -91,27 +133,96 @@ def _parent(path: str) -> tuple[str, str]:
     return head, tail
 
 
+def _nested(lookup: Callable[[str], Item | None]) -> dict[str, Any]:
+    """The nested plain-data view of a flat map (objects become dicts, values are deep copies)."""
+
+    def build(path: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        node = lookup(path)
+        for child in node.children if node is not None else ():
+            cp = _join(path, child)
+            item = lookup(cp)
+            if item is not None:
+                out[child] = build(cp) if item.is_object else copy.deepcopy(item.value)
+        return out
+
+    return build("")
+
+
 class FlatMemory:
-    """One key's memory of one type: the committed flat path map."""
+    """One key's memory of one type: the committed flat path map.
+
+    Snapshots (:meth:`freeze`) cost O(1): after the first one, every commit logs the item it replaces,
+    once per path and snapshot epoch, and a snapshot reads through that log. :meth:`restore` undoes the
+    writes since a snapshot, so a failover costs what was written since the checkpoint, not the size of
+    the memory (spec COST-1).
+    """
 
     def __init__(self, items: dict[str, Item] | None = None) -> None:
         self.items: dict[str, Item] = items if items is not None else {"": Item(True)}
+        self._epoch = 0
+        self._logging = False
+        # path -> [(epoch, the item before the first write of that epoch)], epochs increasing
+        self._undo: dict[str, list[tuple[int, Item | None]]] = {}
+        self._touched: list[tuple[int, str]] = []
+
+    def write(self, changes: dict[str, Item]) -> None:
+        """Commit ``changes`` (path -> new item)."""
+        if self._logging:
+            epoch, items, undo, touched = self._epoch, self.items, self._undo, self._touched
+            for path in changes:
+                history = undo.get(path)
+                if history is None:
+                    undo[path] = [(epoch, items.get(path))]
+                elif history[-1][0] != epoch:
+                    history.append((epoch, items.get(path)))
+                else:
+                    continue
+                touched.append((epoch, path))
+        self.items.update(changes)
+
+    def freeze(self) -> MemorySnapshot:
+        """A read-only view of the memory as it is now, unaffected by later writes."""
+        snapshot = MemorySnapshot(self, self._epoch)
+        self._epoch += 1
+        self._logging = True
+        return snapshot
+
+    def item_at(self, path: str, epoch: int) -> Item | None:
+        history = self._undo.get(path)
+        if history is not None:
+            i = bisect.bisect_right(history, epoch, key=_first)
+            if i < len(history):
+                return history[i][1]
+        return self.items.get(path)
+
+    def restore(self, snapshot: MemorySnapshot) -> None:
+        """Undo every write made since ``snapshot`` was taken (the latest snapshot stays valid)."""
+        if snapshot.memory is not self:
+            raise ValueError("a snapshot can only restore the memory it was taken of")
+        epoch, touched = snapshot.epoch, self._touched
+        while touched and touched[-1][0] > epoch:
+            _, path = touched.pop()
+            history = self._undo[path]
+            i = bisect.bisect_right(history, epoch, key=_first)
+            if i < len(history):
+                old = history[i][1]
+                if old is None:
+                    self.items.pop(path, None)
+                else:
+                    self.items[path] = old
+                del history[i:]
+                if not history:
+                    del self._undo[path]
+        self._epoch = epoch + 1
 
     def snapshot(self) -> dict[str, Item]:
-        return {p: i.clone() for p, i in self.items.items()} if len(self.items) > 1 else {"": Item(True)}
+        """A plain copy of the map (O(fields); checkpoints use :meth:`freeze`)."""
+        return dict(self.items)
 
     def to_dict(self) -> dict[str, Any]:
         """The nested plain-data view of the whole map (objects become dicts)."""
-
-        def build(path: str) -> dict[str, Any]:
-            out: dict[str, Any] = {}
-            for child in self.items[path].children:
-                cp = _join(path, child)
-                item = self.items[cp]
-                out[child] = build(cp) if item.is_object else copy.deepcopy(item.value)
-            return out
-
-        return build("")
+        return _nested(self.items.get)
 
     def apply(self, updates: list[MemoryUpdate]) -> None:
         """Replay an update log (of a completed action) onto the committed map."""
@@ -122,6 +233,54 @@ class FlatMemory:
             else:
                 view.set(u.path, u.value)
         view.commit()
+
+
+def _first(entry: tuple[int, Item | None]) -> int:
+    return entry[0]
+
+
+class MemorySnapshot(Mapping[str, Item]):
+    """A frozen view of a :class:`FlatMemory` (path -> item), taken by :meth:`FlatMemory.freeze`."""
+
+    __slots__ = ("_flat", "epoch", "memory")
+
+    def __init__(self, memory: FlatMemory, epoch: int) -> None:
+        self.memory = memory
+        self.epoch = epoch
+        self._flat: dict[str, Item] | None = None
+
+    def get_item(self, path: str) -> Item | None:
+        return self.memory.item_at(path, self.epoch)
+
+    def __getitem__(self, path: str) -> Item:
+        item = self.get_item(path)
+        if item is None:
+            raise KeyError(path)
+        return item
+
+    def _all(self) -> dict[str, Item]:
+        if self._flat is None:
+            flat: dict[str, Item] = {}
+            stack = [""]
+            while stack:
+                path = stack.pop()
+                item = self.get_item(path)
+                if item is None:
+                    continue
+                flat[path] = item
+                stack.extend(_join(path, c) for c in reversed(item.children))
+            self._flat = flat
+        return self._flat
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The nested plain-data view, as :meth:`FlatMemory.to_dict` was when the snapshot was taken."""
+        return _nested(self.get_item)
 
 
 class MemoryView:
@@ -136,12 +295,10 @@ class MemoryView:
         found = self.overlay.get(path)
         return found if found is not None else self.base.items.get(path)
 
-    def _writable(self, path: str) -> Item:
-        found = self.overlay.get(path)
-        if found is None:
-            base = self.base.items[path]
-            found = self.overlay[path] = base.clone()
-        return found
+    def _add_child(self, parent: str, name: str) -> None:
+        item = self.item(parent)
+        assert item is not None and item.is_object
+        self.overlay[parent] = item.with_child(name)
 
     def _ensure_object(self, path: str) -> None:
         """Create ``path`` and its ancestors as objects; refuse to turn a value into an object."""
@@ -152,7 +309,7 @@ class MemoryView:
             return
         parent, name = _parent(path)
         self._ensure_object(parent)
-        self._writable(parent).children.append(name)
+        self._add_child(parent, name)
         self.overlay[path] = Item(True)
 
     def set(self, path: str, value: Any) -> None:
@@ -164,10 +321,8 @@ class MemoryView:
         parent, name = _parent(path)
         self._ensure_object(parent)
         if existing is None:
-            self._writable(parent).children.append(name)
-            self.overlay[path] = Item(False, clean)
-        else:
-            self._writable(path).value = clean
+            self._add_child(parent, name)
+        self.overlay[path] = Item(False, clean)
         self.log.append(MemoryUpdate(path, copy.deepcopy(clean), False))
 
     def new_object(self, path: str, *, overwrite: bool = False) -> None:
@@ -181,12 +336,12 @@ class MemoryView:
         parent, name = _parent(path)
         self._ensure_object(parent)
         if existing is None:
-            self._writable(parent).children.append(name)
+            self._add_child(parent, name)
         self.overlay[path] = Item(True)
         self.log.append(MemoryUpdate(path, None, True))
 
     def commit(self) -> None:
-        self.base.items.update(self.overlay)
+        self.base.write(self.overlay)
         self.overlay = {}
 
 

@@ -16,7 +16,7 @@ import asyncio
 import inspect
 import threading
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,8 +30,9 @@ from .errors import ActionFailedError, DurableError, Location
 from .events import Event, InputEvent, OutputEvent
 from .faults import FaultInjector, FaultPoint, Phase, SimulatedCrash
 from .key_schemes import KeyScheme, get_key_scheme
-from .memory import FlatMemory, Item, MemoryObject, MemoryView
+from .memory import FlatMemory, MemoryObject, MemorySnapshot, MemoryView
 from .records import ActionRef, ActionState, StateRef
+from .snapshots import Layered, Prefix
 from .stores.base import ActionStateStore, RecoveryMarker
 
 _INPUT_NAMESPACE = uuid.UUID("6f6b1d1e-3a43-4c59-9a4f-64757261626c")
@@ -53,12 +54,16 @@ class EmittedOutput:
 
 @dataclass
 class Checkpoint:
-    """A consistent snapshot: every input before ``offset`` is fully processed."""
+    """A consistent snapshot: every input before ``offset`` is fully processed.
+
+    Its mappings share what did not change since the previous checkpoint, so taking one costs what was
+    touched since then, not the number of keys or memory fields (spec COST-1).
+    """
 
     offset: int
-    next_seq: dict[str, int]
-    short_term: dict[str, dict[str, Item]]
-    outputs: list[EmittedOutput]
+    next_seq: Layered[str, int]
+    short_term: Layered[str, MemorySnapshot]
+    outputs: Sequence[EmittedOutput]
     markers: list[RecoveryMarker]
 
 
@@ -68,16 +73,65 @@ class _KeyState:
     short_term: FlatMemory = field(default_factory=FlatMemory)
 
 
-@dataclass
-class RunResult:
-    """What a finished run produced, the durable-call journal of every attempt and the crash trace."""
+class _MemoryOf(Mapping[str, dict[str, Any]]):
+    """``RunResult.memory``: each key's memory as nested plain data, built when first read."""
 
-    outputs: dict[str, list[Any]]
-    emitted: list[EmittedOutput]
-    memory: dict[str, dict[str, Any]]
-    journal: list[JournalEntry]
-    failovers: int
-    crashes: list[FaultPoint]
+    def __init__(self, snapshots: Mapping[str, MemorySnapshot]) -> None:
+        self._snapshots = snapshots
+        self._built: dict[str, dict[str, Any]] = {}
+
+    def __getitem__(self, key: str) -> dict[str, Any]:
+        built = self._built.get(key)
+        if built is None:
+            built = self._built[key] = self._snapshots[key].to_dict()
+        return built
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._snapshots)
+
+    def __len__(self) -> int:
+        return len(self._snapshots)
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))
+
+
+class RunResult:
+    """What a finished run produced, the durable-call journal of every attempt and the crash trace.
+
+    ``emitted``, ``journal`` and ``memory`` are read-only views and ``outputs`` is built when first read,
+    so producing a result does not cost more after a million earlier inputs (spec COST-1).
+    """
+
+    def __init__(
+        self,
+        *,
+        emitted: Sequence[EmittedOutput],
+        memory: Mapping[str, dict[str, Any]],
+        journal: Sequence[JournalEntry],
+        failovers: int,
+        crashes: list[FaultPoint],
+    ) -> None:
+        self.emitted = emitted
+        self.memory = memory
+        self.journal = journal
+        self.failovers = failovers
+        self.crashes = crashes
+        self._outputs: dict[str, list[Any]] | None = None
+
+    @property
+    def outputs(self) -> dict[str, list[Any]]:
+        """Each key's output values, in the order they left the key."""
+        if self._outputs is None:
+            outputs: dict[str, list[Any]] = {}
+            for e in self.emitted:
+                outputs.setdefault(e.key, []).append(e.output)
+            self._outputs = outputs
+        return self._outputs
+
+    def __repr__(self) -> str:
+        return (f"RunResult(outputs={self.outputs!r}, failovers={self.failovers}, "
+                f"crashes={self.crashes!r}, calls={len(self.journal)})")
 
 
 def _drain(loop: asyncio.AbstractEventLoop) -> None:
@@ -170,15 +224,23 @@ class Runner:
 
     # -- state ---------------------------------------------------------------------------------------
     def _reset_to(self, cp: Checkpoint | None) -> None:
-        self._keys: dict[str, _KeyState] = {}
-        self._emitted: list[EmittedOutput] = []
-        self._offset = 0
         if cp is None:
+            self._keys: dict[str, _KeyState] = {}
+            self._emitted: list[EmittedOutput] = []
+            self._dirty: set[str] = set()
+            self._offset = 0
             return
+        # Only keys that ran since the checkpoint differ from it: put those back, leave the rest.
         self._offset = cp.offset
-        for k, seq in cp.next_seq.items():
-            self._keys[k] = _KeyState(seq, FlatMemory({p: i.clone() for p, i in cp.short_term[k].items()}))
-        self._emitted = list(cp.outputs)
+        for k in self._dirty:
+            snapshot = cp.short_term.get(k)
+            if snapshot is None:
+                self._keys.pop(k, None)
+                continue
+            snapshot.memory.restore(snapshot)
+            self._keys[k] = _KeyState(cp.next_seq[k], snapshot.memory)
+        self._dirty = set()
+        del self._emitted[len(cp.outputs) :]
 
     def _key(self, key: str) -> _KeyState:
         ks = self._keys.get(key)
@@ -198,6 +260,7 @@ class Runner:
         # One event loop for the run and all its recoveries: creating one costs as much as ten durable
         # calls, and a crash scenario fails over at least once (benchmark P4).
         loop = None if self._sync else asyncio.new_event_loop()
+        failovers_before = self.failovers  # the limit is per call: a long-lived runner may fail over often
         try:
             while True:
                 try:
@@ -207,7 +270,7 @@ class Runner:
                     return self.result()
                 except SimulatedCrash as crash:
                     self.crashes.append(crash.point)
-                    if self.failovers >= max_failovers:
+                    if self.failovers - failovers_before >= max_failovers:
                         raise DurableError(f"gave up after {max_failovers} failovers") from crash
                     self.fail_over()
         finally:
@@ -249,14 +312,16 @@ class Runner:
         self.store.rebuild_state(cp.markers if cp is not None else [])
 
     def result(self) -> RunResult:
-        outputs: dict[str, list[Any]] = {}
-        for e in self._emitted:
-            outputs.setdefault(e.key, []).append(e.output)
+        cp = self.checkpoints[-1] if self.checkpoints else None
+        memory: Mapping[str, dict[str, Any]]
+        if cp is not None and not self._dirty and cp.offset == self._offset:
+            memory = _MemoryOf(cp.short_term)  # the usual case: a run ends with a checkpoint
+        else:
+            memory = {k: ks.short_term.to_dict() for k, ks in self._keys.items()}
         return RunResult(
-            outputs=outputs,
-            emitted=list(self._emitted),
-            memory={k: ks.short_term.to_dict() for k, ks in self._keys.items()},
-            journal=list(self.journal),
+            emitted=Prefix(self._emitted),
+            memory=memory,
+            journal=Prefix(self.journal),
             failovers=self.failovers,
             crashes=list(self.crashes),
         )
@@ -309,6 +374,7 @@ class Runner:
 
     async def _run_key(self, key: str, values: list[Any], pool: ThreadPoolExecutor | None) -> None:
         ks = self._key(key)
+        self._dirty.add(key)
         for value in values:
             seq = ks.next_seq
             await self._run_one(key, seq, value, ks, pool)
@@ -396,17 +462,24 @@ class Runner:
         return list(ctx.sent)
 
     def _checkpoint(self) -> None:
+        previous = self.checkpoints[-1] if self.checkpoints else None
+        touched = [k for k in self._dirty if k in self._keys]
+        next_seq: Layered[str, int] = previous.next_seq if previous else Layered()
+        short_term: Layered[str, MemorySnapshot] = previous.short_term if previous else Layered()
         cp = Checkpoint(
             offset=self._offset,
-            next_seq={k: ks.next_seq for k, ks in self._keys.items()},
-            short_term={k: ks.short_term.snapshot() for k, ks in self._keys.items()},
-            outputs=list(self._emitted),
+            next_seq=next_seq.push({k: self._keys[k].next_seq for k in touched}),
+            short_term=short_term.push({k: self._keys[k].short_term.freeze() for k in touched}),
+            outputs=Prefix(self._emitted),
             markers=[self.store.get_recovery_marker()],
         )
         self._reach(Phase.CHECKPOINT)
         self.checkpoints.append(cp)
-        # Checkpoint complete: states of finished inputs are no longer needed for recovery.
-        for k, seq in cp.next_seq.items():
+        self._dirty = set()
+        # Checkpoint complete: states of finished inputs are no longer needed for recovery. Keys that did
+        # not run since the previous checkpoint were pruned by it.
+        for k in touched:
+            seq = cp.next_seq[k]
             if seq > 0:
                 self.store.prune_state(k, seq - 1)
 

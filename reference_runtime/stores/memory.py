@@ -4,7 +4,7 @@ store object is kept), but not the process. Records are kept encoded so nothing 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import Location, StoreError
@@ -36,6 +36,8 @@ class InMemoryStore:
         #: Measure what a delta-writing store would persist (benchmark P3); off by default, it costs.
         self.count_bytes = count_bytes
         self._entries: dict[str, _Entry] = {}
+        # Business key -> its state keys: a miss or a prune looks at one key's states, not every state.
+        self._by_key: dict[str, set[str]] = {}
         self._lock = threading.Lock()
         self._writes = 0
         self.bytes_written = 0
@@ -50,14 +52,14 @@ class InMemoryStore:
         calls = list(state.call_results)
         with self._lock:
             self._entries[ref.state_key] = _Entry(ref.key, ref.seq, ref.action.name, header, calls)
+            self._by_key.setdefault(ref.key, set()).add(ref.state_key)
             self._count(header, *(map(encode_call_result, calls) if self.count_bytes else ()))
 
     def get(self, ref: StateRef) -> ActionState | None:
         with self._lock:
             entry = self._entries.get(ref.state_key)
             if entry is None:
-                for sk in [sk for sk, e in self._entries.items() if e.key == ref.key and e.seq > ref.seq]:
-                    del self._entries[sk]
+                self._drop(ref.key, lambda seq: seq > ref.seq)
                 return None
             header, calls = entry.header, list(entry.calls)
         state = decode_state(header, _loc(ref))
@@ -89,8 +91,18 @@ class InMemoryStore:
 
     def prune_state(self, key: str, seq: int) -> None:
         with self._lock:
-            for sk in [sk for sk, e in self._entries.items() if e.key == key and e.seq <= seq]:
-                del self._entries[sk]
+            self._drop(key, lambda s: s <= seq)
+
+    def _drop(self, key: str, doomed: Callable[[int], bool]) -> None:
+        """Delete the states of ``key`` whose sequence number is ``doomed`` (caller holds the lock)."""
+        keys = self._by_key.get(key)
+        if not keys:
+            return
+        for sk in [sk for sk in keys if doomed(self._entries[sk].seq)]:
+            del self._entries[sk]
+            keys.discard(sk)
+        if not keys:
+            del self._by_key[key]
 
     def get_recovery_marker(self) -> RecoveryMarker:
         with self._lock:

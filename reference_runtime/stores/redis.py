@@ -9,7 +9,7 @@ key                             type    holds
                                         (the state without call results, native record bytes)
 ``NS:calls:{state_key}``        list    one encoded call result per call index
 ``NS:bykey:{business_key}``     zset    state keys of a business key, scored by sequence number
-``NS:writes``                   string  a counter incremented by every write
+``NS:writes``                   string  a counter incremented by every state write, truncation and drop
 ==============================  ======  ==========================================================
 
 The recovery marker is ``{"writes": N}``. Redis keeps every state written after a checkpoint, and state keys
@@ -48,7 +48,7 @@ for i = 2, #ARGV do
   local slot = index + i - 2
   if slot < n then redis.call('LSET', KEYS[2], slot, ARGV[i]) else redis.call('RPUSH', KEYS[2], ARGV[i]) end
 end
-return redis.call('INCR', KEYS[3])
+return 0
 """
 
 _TRUNCATE = """
@@ -148,8 +148,9 @@ class RedisStore:
 
     def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
         body = [encode_call_result(r) for r in results]
-        out = self._call(self._put_calls, [self._k("state", ref.state_key), self._k("calls", ref.state_key),
-                                           f"{self.namespace}:writes"], [index, *body],
+        # One round trip; the write counter is left alone (it only has to move when action states do).
+        out = self._call(self._put_calls, [self._k("state", ref.state_key), self._k("calls", ref.state_key)],
+                         [index, *body],
                          f"put_call_results [{_loc(ref, index)}]")
         if out == -1:
             raise StoreError(f"no action state to add call results to [{_loc(ref, index)}]")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..errors import Location, StoreError
@@ -55,14 +55,27 @@ class SqliteStore:
         self._lock = threading.RLock()
         self.bytes_written = 0
 
-    def _tx(self, statements: Sequence[tuple[str, Sequence[object]]]) -> None:
+    def _tx(
+        self,
+        statements: Sequence[tuple[str, Sequence[object]]],
+        guard: Callable[[], None] | None = None,
+        *,
+        count: bool = True,
+    ) -> None:
+        """Run ``statements`` in one transaction. With ``guard``, the first statement must change a row;
+        if it changed none, ``guard`` raises the reason and the transaction is rolled back. ``count``
+        bumps the write counter that recovery markers report; call records skip it, which saves a page
+        write per durable call (the counter only has to move when action states change)."""
         with self._lock:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
                 try:
-                    for sql, params in statements:
-                        self._conn.execute(sql, params)
-                    self._conn.execute("UPDATE meta SET value = value + 1 WHERE name = 'writes'")
+                    for n, (sql, params) in enumerate(statements):
+                        cur = self._conn.execute(sql, params)
+                        if n == 0 and guard is not None and cur.rowcount == 0:
+                            guard()
+                    if count:
+                        self._conn.execute("UPDATE meta SET value = value + 1 WHERE name = 'writes'")
                     self._conn.execute("COMMIT")
                 except BaseException:
                     self._conn.execute("ROLLBACK")
@@ -93,6 +106,12 @@ class SqliteStore:
                     "SELECT header FROM action_states WHERE state_key = ?", (ref.state_key,)
                 ).fetchone()
                 if row is None:
+                    # STORE-3; the usual miss (a new input) finds nothing later and writes nothing.
+                    later = self._conn.execute(
+                        "SELECT 1 FROM action_states WHERE business_key = ? AND seq > ? LIMIT 1", (ref.key, ref.seq)
+                    ).fetchone()
+                    if later is None:
+                        return None
                     self._tx([
                         ("DELETE FROM call_results WHERE state_key IN (SELECT state_key FROM action_states"
                          " WHERE business_key = ? AND seq > ?)", (ref.key, ref.seq)),
@@ -115,22 +134,32 @@ class SqliteStore:
 
     def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
         encoded = [encode_call_result(r) for r in results]
-        with self._lock:
-            count = self._conn.execute(
-                "SELECT COUNT(*) FROM call_results WHERE state_key = ?", (ref.state_key,)
-            ).fetchone()[0]
-            exists = self._conn.execute(
-                "SELECT 1 FROM action_states WHERE state_key = ?", (ref.state_key,)
-            ).fetchone()
-            if exists is None:
-                raise StoreError(f"no action state to add call results to [{_loc(ref, index)}]")
-            if index > count:
-                raise StoreError(f"call index {index} leaves a gap after {count} records [{_loc(ref, index)}]")
-            self._tx([
-                ("INSERT OR REPLACE INTO call_results VALUES (?, ?, ?)", (ref.state_key, index + i, body))
-                for i, body in enumerate(encoded)
-            ])
+        if not encoded:
+            return
+        # The first record is written only if its state exists and it leaves no gap (STORE-9); both are
+        # index lookups on the primary keys, so a call costs the same after 10 or 100 000 earlier calls.
+        first: tuple[str, Sequence[object]] = (
+            "INSERT OR REPLACE INTO call_results SELECT ?1, ?2, ?3"
+            " WHERE EXISTS (SELECT 1 FROM action_states WHERE state_key = ?1)"
+            " AND ?2 <= (SELECT COALESCE(MAX(idx) + 1, 0) FROM call_results WHERE state_key = ?1)",
+            (ref.state_key, index, encoded[0]),
+        )
+        rest = [
+            ("INSERT OR REPLACE INTO call_results VALUES (?, ?, ?)", (ref.state_key, index + i, body))
+            for i, body in enumerate(encoded[1:], start=1)
+        ]
+        self._tx([first, *rest], guard=lambda: self._refuse_put(ref, index), count=False)
         self.bytes_written += sum(len(c) for c in encoded)
+
+    def _refuse_put(self, ref: StateRef, index: int) -> None:
+        """Why the guarded first insert wrote nothing (runs inside the rolled-back transaction)."""
+        exists = self._conn.execute("SELECT 1 FROM action_states WHERE state_key = ?", (ref.state_key,)).fetchone()
+        if exists is None:
+            raise StoreError(f"no action state to add call results to [{_loc(ref, index)}]")
+        (count,) = self._conn.execute(
+            "SELECT COALESCE(MAX(idx) + 1, 0) FROM call_results WHERE state_key = ?", (ref.state_key,)
+        ).fetchone()
+        raise StoreError(f"call index {index} leaves a gap after {count} records [{_loc(ref, index)}]")
 
     def truncate_call_results(self, ref: StateRef, index: int) -> None:
         self._tx([("DELETE FROM call_results WHERE state_key = ? AND idx >= ?", (ref.state_key, index))])

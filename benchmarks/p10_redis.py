@@ -1,0 +1,75 @@
+"""P10: a durable call on the Redis store against one measured PING round trip to the same server
+(target <= 1.3x). Starts a private redis-server on a free loopback port (Debian's ``redis-server``) and
+stops it. Medians of many single calls, so one slow moment does not decide the figure.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import time
+from typing import Any
+
+from reference_runtime import Agent, Event, InputEvent, Runner, RunnerContext, action
+
+from ._util import table
+
+CALLS = 3000
+_TIMES: list[float] = []
+
+
+def work(i: int) -> int:
+    return i + 1
+
+
+class Loop(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def loop(event: Event, ctx: RunnerContext) -> None:
+        for i in range(event.attributes["input"]):
+            start = time.perf_counter()
+            ctx.durable_execute(work, i)
+            _TIMES.append(time.perf_counter() - start)
+
+
+def main() -> list[tuple[str, ...]]:
+    if shutil.which("redis-server") is None:
+        print("P10 not measured: redis-server is not on PATH (scripts/install-test-deps.sh installs it)")
+        return []
+    from reference_runtime.stores.redis import RedisStore
+    from tests.stores.redis_server import start_redis
+
+    started = start_redis()
+    assert started is not None
+    url, stop = started
+    try:
+        store = RedisStore.from_url(url)
+        client: Any = store.client
+        pings = []
+        for _ in range(CALLS):
+            start = time.perf_counter()
+            client.ping()
+            pings.append(time.perf_counter() - start)
+        _TIMES.clear()
+        Runner(Loop, store).run([("k", CALLS)])
+        calls = list(_TIMES)
+        mem_times: list[float] = []
+        from reference_runtime.stores.memory import InMemoryStore
+
+        _TIMES.clear()
+        Runner(Loop, InMemoryStore()).run([("k", CALLS)])
+        mem_times = list(_TIMES)
+        store.close()
+    finally:
+        stop()
+    ping, call, mem = statistics.median(pings), statistics.median(calls), statistics.median(mem_times)
+    rows: list[tuple[str, ...]] = [("P10 Redis", "median µs", "x PING")]
+    rows.append(("PING round trip (redis-py)", f"{ping * 1e6:.1f}", "1.00"))
+    rows.append(("durable call, Redis store", f"{call * 1e6:.1f}", f"{call / ping:.2f}"))
+    rows.append(("durable call, memory store (runtime share)", f"{mem * 1e6:.1f}", f"{mem / ping:.2f}"))
+    print(table(rows))
+    return rows
+
+
+if __name__ == "__main__":
+    main()

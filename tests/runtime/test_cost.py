@@ -1,0 +1,233 @@
+"""Checkpoints, failover and results share what did not change (spec COST-1..COST-3).
+
+Cost is measured in benchmarks/ (P7, P8); these tests pin down that the cheap structures give exactly
+what a full copy would: a snapshot never sees a later write, a restore puts back exactly the snapshot.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reference_runtime import Agent, CrashAt, Event, FaultInjector, InputEvent, Phase, Runner, RunnerContext, action
+from reference_runtime.memory import FlatMemory, MemoryView
+from reference_runtime.snapshots import Layered, Prefix
+from reference_runtime.stores.memory import InMemoryStore
+
+PATHS = ["a", "b", "a.x", "a.y", "b.z", "c.d.e"]
+
+op = st.one_of(
+    st.tuples(st.just("set"), st.sampled_from(PATHS), st.integers(0, 9)),
+    st.tuples(st.just("obj"), st.sampled_from(PATHS), st.booleans()),
+    st.tuples(st.just("freeze"), st.none(), st.none()),
+    st.tuples(st.just("restore"), st.none(), st.none()),
+    st.tuples(st.just("crash"), st.sampled_from(PATHS), st.integers(0, 9)),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(op, max_size=40))
+def test_snapshots_and_restore_match_full_copies(ops: list[tuple[str, Any, Any]]) -> None:
+    """COST-1: a frozen snapshot equals a deep copy taken at the same moment, whatever is written
+    afterwards; restoring the latest snapshot gives back exactly that copy; a thrown-away write (a
+    crashed action's overlay) changes nothing."""
+    memory = FlatMemory()
+    snapshots: list[tuple[Any, dict[str, Any]]] = []
+    for kind, path, arg in ops:
+        if kind in ("set", "obj", "crash"):
+            view = MemoryView(memory)
+            try:
+                if kind == "obj":
+                    view.new_object(path, overwrite=arg)
+                else:
+                    view.set(path, arg)
+            except ValueError:
+                continue  # refused by MEM rules; nothing was written
+            if kind != "crash":
+                view.commit()
+        elif kind == "freeze":
+            snapshots.append((memory.freeze(), copy.deepcopy(memory.to_dict())))
+        elif snapshots:
+            latest, expected = snapshots[-1]
+            memory.restore(latest)
+            assert memory.to_dict() == expected
+        for snap, expected in snapshots:
+            assert snap.to_dict() == expected
+            assert {p: snap[p].children for p in snap if snap[p].is_object} == {
+                p: i.children for p, i in _flat(expected).items()
+            }
+
+
+def _flat(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    class _Obj:
+        def __init__(self, children: list[str]) -> None:
+            self.children = children
+
+    out: dict[str, Any] = {prefix: _Obj(list(tree))}
+    for name, value in tree.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}.{name}" if prefix else name))
+    return out
+
+
+def test_adding_a_field_shares_the_parents_child_list() -> None:
+    """COST-2: a new field does not copy its parent's list of children; earlier versions still see
+    only their own children."""
+    memory = FlatMemory()
+    view = MemoryView(memory)
+    for i in range(3):
+        view.set(f"f{i}", i)
+    view.commit()
+    before = memory.freeze()
+    root_before = memory.items[""]
+    view = MemoryView(memory)
+    view.set("f3", 3)
+    view.commit()
+    assert memory.items[""]._kids is root_before._kids
+    assert before[""].children == ["f0", "f1", "f2"] and memory.items[""].children == ["f0", "f1", "f2", "f3"]
+
+
+def test_layered_mapping_keeps_few_layers_and_old_versions() -> None:
+    """COST-1: a checkpoint's mapping pushes only what changed; older versions are unchanged and the
+    number of layers stays logarithmic."""
+    versions = [Layered[str, int]()]
+    for i in range(1000):
+        versions.append(versions[-1].push({f"k{i % 100}": i}))
+    assert versions[1] == {"k0": 0}
+    assert versions[150]["k49"] == 149 and versions[150]["k0"] == 100
+    assert dict(versions[-1]) == {f"k{j}": 900 + j for j in range(100)}
+    assert len(versions[-1]._layers) <= 12
+
+
+def test_prefix_views_ignore_later_appends() -> None:
+    """COST-1: results and checkpoints see the log as it was."""
+    log = [1, 2]
+    view = Prefix(log)
+    log.append(3)
+    assert view == [1, 2] and list(view) == [1, 2] and len(view) == 2 and view[-1] == 2 and view[0:5] == [1, 2]
+
+
+def bump(n: int) -> int:
+    return n + 1
+
+
+class Counter(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def count(event: Event, ctx: RunnerContext) -> None:
+        mem = ctx.short_term_memory
+        n = ctx.durable_execute(bump, mem.get("n") or 0)
+        mem.set("n", n)
+        mem.set(f"log.i{n}", event.attributes["input"])
+
+
+def test_failover_restores_only_touched_keys_and_matches_a_fresh_run() -> None:
+    """COST-3: with a checkpoint per input over many keys, a crash restores the keys that ran since the
+    checkpoint; the result equals a crash-free run's."""
+    inputs = [(f"k{i % 30}", i) for i in range(120)]
+    clean = Runner(Counter, InMemoryStore(), checkpoint_every=1).run(inputs)
+    crashed_runner = Runner(Counter, InMemoryStore(), checkpoint_every=7,
+                            injector=FaultInjector([CrashAt(Phase.BEFORE_COMPLETE, seq=2, key="k5")]))
+    crashed = crashed_runner.run(inputs)
+    assert crashed.failovers == 1
+    assert crashed.outputs == clean.outputs
+    assert dict(crashed.memory) == dict(clean.memory)
+    assert crashed.memory["k5"]["n"] == 4
+    assert dict(crashed_runner.checkpoints[0].next_seq) == {f"k{i}": 1 for i in range(7)}
+
+
+def _fill(store: Any, keys: int) -> None:
+    Runner(Counter, store).run([(f"other-{i}", i) for i in range(keys)])
+
+
+def test_sqlite_statements_search_indexes_and_never_scan(tmp_path: Any) -> None:
+    """COST-3: every statement the SQLite store runs during calls, misses, gets and prunes is an index
+    search; a scan would make its cost grow with earlier calls or other keys."""
+    from reference_runtime.stores.sqlite import SqliteStore
+
+    store = SqliteStore(tmp_path / "s.db", synchronous="OFF")
+    _fill(store, 20)
+    statements: list[str] = []
+    store._conn.set_trace_callback(statements.append)
+    runner = Runner(Counter, store, checkpoint_every=1,
+                    injector=FaultInjector([CrashAt(Phase.BEFORE_COMPLETE, key="k")]))
+    runner.run([("k", 1), ("k", 2)])
+    store._conn.set_trace_callback(None)
+    plans = {}
+    for sql in {s for s in statements if s.split()[0] in ("SELECT", "INSERT", "DELETE", "UPDATE")}:
+        rows = store._conn.execute("EXPLAIN QUERY PLAN " + sql).fetchall()
+        plans[sql] = [r[-1] for r in rows]
+    assert plans, "no statement was traced"
+    scans = {sql: plan for sql, plan in plans.items()
+             if any(p.startswith("SCAN") and p != "SCAN CONSTANT ROW" for p in plan)}
+    assert not scans, scans
+
+
+class _NoScan(dict):  # type: ignore[type-arg]
+    def items(self) -> Any:
+        raise AssertionError("the memory store scanned every state")
+
+    values = keys = __iter__ = items
+
+
+def test_memory_store_misses_and_prunes_look_at_one_key() -> None:
+    """COST-3: a miss and a prune in the memory store visit only the business key's own states."""
+    store = InMemoryStore()
+    _fill(store, 50)
+    store._entries = _NoScan(store._entries)
+    result = Runner(Counter, store, checkpoint_every=1).run([("k", 1), ("k", 2)])
+    assert result.outputs == {} and result.memory["k"]["n"] == 2
+
+
+_VM: dict[str, Any] = {}
+
+
+def _counted(i: int) -> int:
+    if i == _VM["start"] + 20:
+        _VM["conn"].set_progress_handler(None, 0)  # the 20 calls' writes are done; not the completion
+    if i == _VM["start"]:
+        _VM["steps"] = 0
+
+        def step() -> int:
+            _VM["steps"] += 1
+            return 0
+
+        _VM["conn"].set_progress_handler(step, 1)
+    return i
+
+
+class ManyCalls(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def calls(event: Event, ctx: RunnerContext) -> None:
+        for i in range(event.attributes["input"]):
+            ctx.durable_execute(_counted, i)
+
+
+def _vm_steps_per_call(tmp_path: Any, earlier: int) -> float:
+    from reference_runtime.stores.sqlite import SqliteStore
+
+    store = SqliteStore(tmp_path / f"vm-{earlier}.db", synchronous="OFF")
+    _VM.update(start=earlier, conn=store._conn)
+    Runner(ManyCalls, store).run([("k", earlier + 21)])
+    return float(_VM["steps"]) / 20
+
+
+def test_sqlite_call_cost_is_flat_in_earlier_calls(tmp_path: Any) -> None:
+    """COST-3: SQLite virtual-machine steps per durable call (a deterministic measure of the work each
+    call does) are the same after 20 and after 3 000 earlier calls of the action."""
+    few, many = _vm_steps_per_call(tmp_path, 20), _vm_steps_per_call(tmp_path, 3000)
+    assert many <= few * 1.2, (few, many)
+
+
+def test_failover_limit_counts_the_failovers_of_one_run() -> None:
+    """RUN-7/REC-1: ``max_failovers`` bounds one ``run`` call; a long-lived runner that failed over in
+    earlier runs is not refused later."""
+    runner = Runner(Counter, InMemoryStore(), checkpoint_every=1)
+    for i in range(3):
+        runner.injector = FaultInjector([CrashAt(Phase.AFTER_COMPLETE)])
+        runner.run([("k", i)], max_failovers=1)
+    assert runner.failovers == 3
