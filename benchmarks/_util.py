@@ -19,3 +19,47 @@ def best_of(fn: Callable[[], object], repeats: int = 5) -> float:
 def table(rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows)
+
+
+# -- series for ``--plot`` ------------------------------------------------------------------------------
+#: figure title -> (x label, y label, log x, {series name: [(x, y), ...]})
+SERIES: dict[str, tuple[str, str, bool, dict[str, list[tuple[float, float]]]]] = {}
+
+
+def point(figure: str, series: str, x: float, y: float, *, xlabel: str, ylabel: str, logx: bool = True) -> None:
+    """Record one measured point of a scaling benchmark, for ``python -m benchmarks --plot``."""
+    entry = SERIES.setdefault(figure, (xlabel, ylabel, logx, {}))
+    entry[3].setdefault(series, []).append((x, y))
+
+
+def plot(directory: str) -> list[str]:
+    """One PNG per figure recorded by :func:`point`; returns the paths written."""
+    import os
+    import re
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    os.makedirs(directory, exist_ok=True)
+    written = []
+    for title, (xlabel, ylabel, logx, series) in SERIES.items():
+        fig, ax = plt.subplots(figsize=(7, 4.2))
+        for name, pts in series.items():
+            xs, ys = zip(*sorted(pts), strict=True)
+            ax.plot(xs, ys, marker="o", label=name)
+        if logx:
+            ax.set_xscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_ylim(bottom=0)
+        ax.set_title(title)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize="small")
+        fig.tight_layout()
+        path = os.path.join(directory, re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") + ".png")
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written

@@ -35,7 +35,7 @@ from reference_runtime import (
 from reference_runtime.stores.memory import InMemoryStore
 from reference_runtime.stores.sqlite import SqliteStore
 
-from ._util import best_of, table
+from ._util import best_of, point, table
 
 N = 2000
 TIMED = 2000  # calls timed after K earlier ones
@@ -203,6 +203,16 @@ def main() -> list[tuple[str, ...]]:
             vs = f"{t / base:.3f} ({base / t:.1f}x faster)" if base else "n/a (dbos not installed)"
             rows.append((f"SQLite synchronous={label}, after K={k:,} calls".replace(",", " "),
                          f"{t * 1e6:.1f}", f"{t / plain_t:.0f}", vs, f"{io:.0f}", f"{logical:.0f}"))
+    for label, figures in (("ours, synchronous=NORMAL", normal), ("ours, synchronous=FULL", full)):
+        for k, (t, _, _) in figures.items():
+            point("P1 SQLite call cost by earlier calls", label, k, t * 1e6, xlabel="earlier calls K", ylabel="µs/call")
+    for mode, t in dbos.items():
+        if t:
+            for k in KS:
+                point("P1 SQLite call cost by earlier calls", f"DBOS step, {mode} (one K)", k, t * 1e6,
+                      xlabel="earlier calls K", ylabel="µs/call")
+    point("P1 SQLite call cost by earlier calls", "one fdatasync", KS[0], sync_t * 1e6, xlabel="earlier calls K",
+          ylabel="µs/call")
     k_lo, k_hi = KS[0], KS[-1]
     rows.append((f"NORMAL: K={k_hi:,} / K={k_lo}".replace(",", " "), f"{normal[k_hi][0] / normal[k_lo][0]:.2f}x",
                  "", "", "", ""))

