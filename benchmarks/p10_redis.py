@@ -12,7 +12,7 @@ from typing import Any
 
 from reference_runtime import Agent, Event, InputEvent, Runner, RunnerContext, action
 
-from ._util import table
+from ._util import point, table
 
 CALLS = 3000
 _TIMES: list[float] = []
@@ -53,6 +53,15 @@ def main() -> list[tuple[str, ...]]:
         _TIMES.clear()
         Runner(Loop, store).run([("k", CALLS)])
         calls = list(_TIMES)
+        # The floor: the store's call-record script alone, as one EVALSHA from the same client.
+        body = b"x" * 60
+        keys = ["bench:state", "bench:calls"]
+        client.hset("bench:state", "header", b"")
+        scripts = []
+        for i in range(CALLS):
+            start = time.perf_counter()
+            client.evalsha(store._put_calls.sha, 2, *keys, i, body)
+            scripts.append(time.perf_counter() - start)
         mem_times: list[float] = []
         from reference_runtime.stores.memory import InMemoryStore
 
@@ -63,8 +72,12 @@ def main() -> list[tuple[str, ...]]:
     finally:
         stop()
     ping, call, mem = statistics.median(pings), statistics.median(calls), statistics.median(mem_times)
+    script = statistics.median(scripts)
+    for label, value in (("PING", ping), ("call-record script (EVALSHA)", script), ("durable call", call)):
+        point("P10 Redis call against a PING", label, CALLS, value * 1e6, xlabel="calls", ylabel="median µs")
     rows: list[tuple[str, ...]] = [("P10 Redis", "median µs", "x PING")]
     rows.append(("PING round trip (redis-py)", f"{ping * 1e6:.1f}", "1.00"))
+    rows.append(("call-record script alone (EVALSHA, the floor)", f"{script * 1e6:.1f}", f"{script / ping:.2f}"))
     rows.append(("durable call, Redis store", f"{call * 1e6:.1f}", f"{call / ping:.2f}"))
     rows.append(("durable call, memory store (runtime share)", f"{mem * 1e6:.1f}", f"{mem / ping:.2f}"))
     print(table(rows))

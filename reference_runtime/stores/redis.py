@@ -20,7 +20,7 @@ numbers) removes any that diverged.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -37,6 +37,21 @@ redis.call('HSET', KEYS[1], 'key', ARGV[1], 'seq', ARGV[2], 'action', ARGV[3], '
 for i = 6, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
 redis.call('ZADD', KEYS[3], tonumber(ARGV[2]), ARGV[5])
 return redis.call('INCR', KEYS[4])
+"""
+
+# A hit returns {header, {call, ...}}; a miss drops the key's states with a larger sequence number
+# (STORE-3) and returns false: one round trip either way.
+_GET = """
+local header = redis.call('HGET', KEYS[1], 'header')
+if header then return {header, redis.call('LRANGE', KEYS[2], 0, -1)} end
+local removed = 0
+for _, sk in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. ARGV[1], '+inf')) do
+  redis.call('DEL', ARGV[2] .. 'state:' .. sk, ARGV[2] .. 'calls:' .. sk)
+  redis.call('ZREM', KEYS[3], sk)
+  removed = removed + 1
+end
+if removed > 0 then redis.call('INCR', KEYS[4]) end
+return false
 """
 
 _PUT_CALLS = """
@@ -81,6 +96,7 @@ class RedisStore:
         self.namespace = namespace
         self.url = url or f"redis (namespace {namespace})"
         self._put = client.register_script(_PUT_STATE)
+        self._get = client.register_script(_GET)
         self._put_calls = client.register_script(_PUT_CALLS)
         self._truncate = client.register_script(_TRUNCATE)
         self._drop = client.register_script(_DROP)
@@ -117,11 +133,18 @@ class RedisStore:
     def _k(self, kind: str, name: str) -> str:
         return f"{self.namespace}:{kind}:{name}"
 
-    def _call(self, script: Any, keys: list[str], args: list[Any], what: str) -> Any:
+    def _call(self, script: Any, keys: list[str], args: list[Any], what: str | Callable[[], str]) -> Any:
+        """Run a registered script in one round trip (EVALSHA; the script is loaded again if the server
+        lost it). ``what`` names the operation in an error; a callable is only formatted on failure."""
         try:
-            return script(keys=keys, args=args)
+            try:
+                evalsha: Callable[..., Any] = self.client.evalsha
+                return evalsha(script.sha, len(keys), *keys, *args)
+            except redis.exceptions.NoScriptError:
+                return script(keys=keys, args=args)
         except redis.RedisError as exc:
-            raise StoreError(f"{what} failed on {self.url}: {exc}") from exc
+            label = what if isinstance(what, str) else what()
+            raise StoreError(f"{label} failed on {self.url}: {exc}") from exc
 
     def put(self, ref: StateRef, state: ActionState) -> None:
         header = encode_state(state)
@@ -131,17 +154,12 @@ class RedisStore:
                    [ref.key, ref.seq, ref.action.name, header, ref.state_key, *calls], f"put [{_loc(ref)}]")
 
     def get(self, ref: StateRef) -> ActionState | None:
-        try:
-            pipe = self.client.pipeline(transaction=True)
-            pipe.hget(self._k("state", ref.state_key), "header")
-            pipe.lrange(self._k("calls", ref.state_key), 0, -1)
-            header, calls = pipe.execute()
-        except redis.RedisError as exc:
-            raise StoreError(f"get failed on {self.url}: {exc} [{_loc(ref)}]") from exc
-        if header is None:
-            self._call(self._drop, [self._k("bykey", ref.key), f"{self.namespace}:writes"],
-                       ["ZRANGEBYSCORE", f"({ref.seq}", "+inf", f"{self.namespace}:"], f"get [{_loc(ref)}]")
+        found = self._call(self._get, [self._k("state", ref.state_key), self._k("calls", ref.state_key),
+                                       self._k("bykey", ref.key), f"{self.namespace}:writes"],
+                           [ref.seq, f"{self.namespace}:"], f"get [{_loc(ref)}]")
+        if not found:
             return None
+        header, calls = found
         state = decode_state(bytes(header), _loc(ref))
         state.call_results = [decode_call_result(bytes(c), _loc(ref, i)) for i, c in enumerate(calls)]
         return state
@@ -149,9 +167,9 @@ class RedisStore:
     def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
         body = [encode_call_result(r) for r in results]
         # One round trip; the write counter is left alone (it only has to move when action states do).
-        out = self._call(self._put_calls, [self._k("state", ref.state_key), self._k("calls", ref.state_key)],
-                         [index, *body],
-                         f"put_call_results [{_loc(ref, index)}]")
+        sk = ref.state_key
+        out = self._call(self._put_calls, [f"{self.namespace}:state:{sk}", f"{self.namespace}:calls:{sk}"],
+                         [index, *body], lambda: f"put_call_results [{_loc(ref, index)}]")
         if out == -1:
             raise StoreError(f"no action state to add call results to [{_loc(ref, index)}]")
         if out < -1:

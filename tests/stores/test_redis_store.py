@@ -146,3 +146,14 @@ class TestRedisConformance(StoreConformance):
 
         return StoreFactory(new, reopen=reopen, capabilities={"core", "restart", "concurrent_writers"},
                             name="redis:fakeredis")
+
+
+def test_a_server_that_lost_its_scripts_still_takes_every_write(store: RedisStore) -> None:
+    """KSTORE-2/COST-3: writes go out as one EVALSHA each; after SCRIPT FLUSH (a restarted server) the
+    store loads the script again instead of failing."""
+    store.put(ref(), ActionState(task_event=InputEvent(1)))
+    store.client.script_flush()
+    store.put_call_results(ref(), 0, [CallResult("f", "d", b"x")])
+    store.client.script_flush()
+    got = store.get(ref())
+    assert got is not None and [c.result_payload for c in got.call_results] == [b"x"]
