@@ -20,6 +20,7 @@ numbers) removes any that diverged.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -95,6 +96,10 @@ class RedisStore:
         self.client = client
         self.namespace = namespace
         self.url = url or f"redis (namespace {namespace})"
+        # Scripts go over one connection of the store's own, under a lock: the client's per-command
+        # machinery (pool checkout, retries, instrumentation) costs more than the round trip (COST-3).
+        self._conn: Any = None
+        self._conn_lock = threading.Lock()
         self._put = client.register_script(_PUT_STATE)
         self._get = client.register_script(_GET)
         self._put_calls = client.register_script(_PUT_CALLS)
@@ -136,15 +141,24 @@ class RedisStore:
     def _call(self, script: Any, keys: list[str], args: list[Any], what: str | Callable[[], str]) -> Any:
         """Run a registered script in one round trip (EVALSHA; the script is loaded again if the server
         lost it). ``what`` names the operation in an error; a callable is only formatted on failure."""
-        try:
+        with self._conn_lock:
             try:
-                evalsha: Callable[..., Any] = self.client.evalsha
-                return evalsha(script.sha, len(keys), *keys, *args)
-            except redis.exceptions.NoScriptError:
-                return script(keys=keys, args=args)
-        except redis.RedisError as exc:
-            label = what if isinstance(what, str) else what()
-            raise StoreError(f"{label} failed on {self.url}: {exc}") from exc
+                conn = self._conn
+                if conn is None:
+                    conn = self._conn = self.client.connection_pool.make_connection()
+                try:
+                    conn.send_command("EVALSHA", script.sha, len(keys), *keys, *args)
+                    return conn.read_response()
+                except redis.exceptions.NoScriptError:
+                    conn.send_command("SCRIPT", "LOAD", script.script)
+                    conn.read_response()
+                    conn.send_command("EVALSHA", script.sha, len(keys), *keys, *args)
+                    return conn.read_response()
+            except redis.RedisError as exc:
+                if not isinstance(exc, redis.ResponseError) and self._conn is not None:
+                    self._conn.disconnect()  # a broken socket: the next call connects again
+                label = what if isinstance(what, str) else what()
+                raise StoreError(f"{label} failed on {self.url}: {exc}") from exc
 
     def put(self, ref: StateRef, state: ActionState) -> None:
         header = encode_state(state)
@@ -193,5 +207,9 @@ class RedisStore:
         return None  # see the module docstring: everything written after a marker is still in Redis
 
     def close(self) -> None:
+        with self._conn_lock:
+            if self._conn is not None:
+                self._conn.disconnect()
+                self._conn = None
         self.client.close()
 
