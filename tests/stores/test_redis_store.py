@@ -131,6 +131,21 @@ def test_open_store_by_url_on_a_real_server(real_redis: str) -> None:
     b.close()
 
 
+
+def test_a_dropped_connection_fails_one_call_and_the_next_reconnects(real_redis: str) -> None:
+    """KSTORE-2: when the server drops the store's connection, the operation fails at once with one
+    StoreError naming it (no silent retries that could apply a write twice); the next call reconnects."""
+    store = open_store(real_redis, isolated=True)
+    r = ref()
+    store.put(r, ActionState(task_event=r.event))
+    store.client.execute_command("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+    with pytest.raises(StoreError, match=r"put_call_results \[key='k'"):
+        store.put_call_results(r, 0, [CallResult.succeeded("f", "d", b"1")])
+    store.put_call_results(r, 0, [CallResult.succeeded("f", "d", b"1")])
+    got = store.get(r)
+    assert got is not None and [c.result_payload for c in got.call_results] == [b"1"]
+    store.close()
+
 class TestRedisConformance(StoreConformance):
     """CONF-1: the kit certifies the Redis store (fakeredis server, one namespace per store)."""
 
