@@ -1,6 +1,8 @@
 """Kafka store: action states in a compacted Kafka topic, in the manner of Flink Agents' ``KafkaActionStateStore``.
 
-URL: ``kafka://HOST:PORT/TOPIC`` (optional query ``?partitions=N&timeout=SECONDS``). Needs ``confluent-kafka``
+URL: ``kafka://HOST:PORT/TOPIC`` (optional query ``?partitions=N&timeout=SECONDS&format=native|flink-agents``).
+``format=flink-agents`` (or ``KafkaStore(…, format="flink-agents")``) speaks Flink Agents' own topic format
+instead of the native one described here: see :mod:`.kafka_flink`. Needs ``confluent-kafka``
 (``pip install pytest-durable[kafka]``); it is imported only when a store is opened.
 
 Read path
@@ -100,6 +102,7 @@ from urllib.parse import parse_qs, urlsplit
 from ..errors import CorruptRecordError, Location, StoreError, StoreUrlError
 from ..records import ActionState, CallResult, StateRef
 from .base import RecoveryMarker
+from .kafka_flink_format import FLINK_AGENTS, FORMATS, NATIVE
 from .native import decode_call_result, decode_state, encode_call_result, encode_state
 
 FRAME_VERSION = 1
@@ -231,9 +234,13 @@ def _parse_url(url: str) -> tuple[str, str, dict[str, Any]]:
                 options[name] = float(values[0])
                 if not options[name] > 0:
                     raise ValueError("must be positive")
+            elif name == "format":
+                if values[0] not in FORMATS:
+                    raise ValueError(f"{values[0]!r} is not one of {', '.join(FORMATS)}")
+                options[name] = values[0]
             else:
                 raise StoreUrlError(f"malformed Kafka store URL {url!r}: unknown option {name!r} "
-                                    "(known: partitions, timeout)")
+                                    "(known: partitions, timeout, format)")
         except ValueError as exc:
             raise StoreUrlError(f"malformed Kafka store URL {url!r}: bad {name}: {exc}") from exc
     host = parts.hostname
@@ -259,7 +266,19 @@ def _probe(bootstrap: str, timeout: float) -> str | None:
 class KafkaStore:
     """An :class:`~reference_runtime.stores.base.ActionStateStore` backed by a compacted Kafka topic."""
 
-    def __init__(self, bootstrap: str, topic: str, *, partitions: int = 4, timeout: float = 10.0) -> None:
+    def __new__(cls, bootstrap: str, topic: str, *, partitions: int = 4, timeout: float = 10.0,
+                format: str = NATIVE) -> KafkaStore:
+        if cls is KafkaStore and format == FLINK_AGENTS:
+            from .kafka_flink import FlinkAgentsKafkaStore
+
+            return super().__new__(FlinkAgentsKafkaStore)
+        return super().__new__(cls)
+
+    def __init__(self, bootstrap: str, topic: str, *, partitions: int = 4, timeout: float = 10.0,
+                 format: str = NATIVE) -> None:
+        if format not in FORMATS:
+            raise StoreUrlError(f"unknown Kafka store format {format!r} for kafka://{bootstrap}/{topic}; "
+                                f"known: {', '.join(FORMATS)}")
         if not _TOPIC_RE.match(topic):
             raise StoreUrlError(f"bad Kafka topic name {topic!r} for kafka://{bootstrap}/{topic}")
         if partitions < 1:
@@ -267,7 +286,8 @@ class KafkaStore:
         self.bootstrap = bootstrap
         self.topic = topic
         self.timeout = float(timeout)
-        self.url = f"kafka://{bootstrap}/{topic}"
+        self.format = format
+        self.url = f"kafka://{bootstrap}/{topic}" + (f"?format={format}" if format != NATIVE else "")
         self.compacted = True
         self.bytes_written = 0
         #: Records produced by this object (every put / delta / truncation / tombstone is one or more).
@@ -329,7 +349,8 @@ class KafkaStore:
 
         The old object stays open; close it yourself once it is no longer needed.
         """
-        again = KafkaStore(self.bootstrap, self.topic, partitions=self._npart, timeout=self.timeout)
+        again = KafkaStore(self.bootstrap, self.topic, partitions=self._npart, timeout=self.timeout,
+                           format=self.format)
         again.rebuild_state([])
         return again
 
@@ -544,18 +565,20 @@ class KafkaStore:
                 low[p] = min(offset, low.get(p, offset))
         return low
 
-    def _replay(self, apply: Callable[[Any], None]) -> dict[int, int]:
+    def _replay(self, apply: Callable[[Any], None], starts: dict[int, int] | None = None) -> dict[int, int]:
         """Feed every record of every partition, in offset order, to ``apply``; return the end offsets.
+        With ``starts``, read only those partitions, each from the given offset (or its log start if later).
 
         A partition is done at its end-of-partition event, whose offset is the high watermark of the fetch
         (Tansu 0.6 answers ListOffsets with the last batch's base offset + 1, so that is only a lower bound).
         """
         marks = self._watermarks()
+        begin = {p: low if starts is None else max(low, starts.get(p, low)) for p, (low, _high) in marks.items()}
         ends = {p: high for p, (low, high) in marks.items() if high <= low}  # empty partitions
-        pending = {p for p in marks if p not in ends}
+        pending = {p for p in marks if p not in ends and (starts is None or p in starts)}
         if not pending:
             return ends
-        self._consumer.assign([self._ck.TopicPartition(self.topic, p, marks[p][0]) for p in sorted(pending)])
+        self._consumer.assign([self._ck.TopicPartition(self.topic, p, begin[p]) for p in sorted(pending)])
         try:
             deadline = time.monotonic() + self.timeout
             while pending:
