@@ -266,6 +266,36 @@ def test_corrupt_record_names_its_state_and_deletes_nothing(tansu: str, store: F
         again.close()
 
 
+STATUSLESS = (b'{"taskEvent":null,"sensoryMemoryUpdates":[],"shortTermMemoryUpdates":[],"outputEvents":[],'
+              b'"callResults":[{"functionId":"f","argsDigest":"d","resultPayload":"AQ==","exceptionPayload":null},'
+              b'{"functionId":"g","argsDigest":"e","resultPayload":null,"exceptionPayload":"Ag==","status":null}],'
+              b'"completed":false}')
+
+
+def test_status_less_records_follow_the_backward_compatibility_rule(tansu: str,
+                                                                   store: FlinkAgentsKafkaStore) -> None:
+    """WIRE-4, SER-3: a record written before call results had a status reads as SUCCEEDED / FAILED by its
+    exception payload, never PENDING; a later delta keeps those results as `"status":null`."""
+    r = ref("old", 0)
+    produce_raw(tansu, store.topic, [(r.state_key, STATUSLESS, partition_for("old", 4))],
+                headers=[("key", b"old"), ("seq", b"0"), ("action", b"work")])
+    again = restart(store, [])
+    try:
+        got = again.get(r)
+        assert got is not None
+        assert [(c.status, c.effective_status) for c in got.call_results] == [
+            (None, CallStatus.SUCCEEDED), (None, CallStatus.FAILED)]
+        assert decode_value(STATUSLESS)[1] == "0.3.0"
+        again.put_call_results(r, 2, [CallResult.pending("h", "x")])
+        value = [v for _p, _o, k, v in read_topic(tansu, again.topic) if k == r.state_key][-1]
+        assert value is not None
+        assert value.startswith(STATUSLESS[:STATUSLESS.index(b'"exceptionPayload":null}')]
+                                + b'"exceptionPayload":null,"status":null},')
+        assert b'"status":"PENDING"' in value
+    finally:
+        again.close()
+
+
 def test_put_call_results_refuses_a_gap_or_a_missing_state(store: FlinkAgentsKafkaStore) -> None:
     """STORE-5: a delta needs an existing state and must not leave a gap."""
     with pytest.raises(StoreError, match="no action state"):
