@@ -86,7 +86,6 @@ thread-safe.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import socket
@@ -103,9 +102,9 @@ from ..errors import CorruptRecordError, Location, StoreError, StoreUrlError
 from ..records import ActionState, CallResult, StateRef
 from .base import RecoveryMarker
 from .kafka_flink_format import FLINK_AGENTS, FORMATS, NATIVE
+from .kafka_native_format import c_key, decode_frame, encode_frame, s_key, t_key
 from .native import decode_call_result, decode_state, encode_call_result, encode_state
 
-FRAME_VERSION = 1
 _TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 _LOG = logging.getLogger(__name__)
 
@@ -119,18 +118,6 @@ def _refuse_corrupt(entry: _Entry, ref: StateRef) -> None:
     if entry.problem is not None:
         reason, at = entry.problem
         raise CorruptRecordError(reason, _loc(ref, at))
-
-
-def _s_key(state_key: str) -> str:
-    return f"S|{state_key}"
-
-
-def _t_key(state_key: str) -> str:
-    return f"T|{state_key}"
-
-
-def _c_key(state_key: str, index: int) -> str:
-    return f"C|{state_key}|{index:08d}"
 
 
 @dataclass
@@ -158,44 +145,6 @@ class _Replayed:
     header: bytes
     slots: dict[int, bytes]
     problem: tuple[str, int | None] | None = None
-
-
-def encode_frame(key: str, seq: int, action: str, header: bytes, calls: Sequence[bytes]) -> bytes:
-    """The value of an ``S`` record."""
-    envelope = {"v": FRAME_VERSION, "key": key, "seq": seq, "action": action,
-                "sizes": [len(header), *(len(c) for c in calls)]}
-    return json.dumps(envelope, separators=(",", ":")).encode() + b"\n" + header + b"".join(calls)
-
-
-def decode_frame(value: bytes) -> tuple[str, int, str, bytes, list[bytes]]:
-    """Split an ``S`` record's value; raises ValueError with a reason when it is not a frame."""
-    newline = value.find(b"\n")
-    if newline < 0:
-        raise ValueError("state frame has no envelope line")
-    try:
-        env = json.loads(value[:newline].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise ValueError(f"state frame envelope is not JSON: {exc}") from exc
-    if not isinstance(env, dict) or set(env) != {"v", "key", "seq", "action", "sizes"}:
-        raise ValueError("state frame envelope does not have exactly the fields v, key, seq, action, sizes")
-    if env["v"] != FRAME_VERSION:
-        raise ValueError(f"unsupported state frame version {env['v']!r}")
-    key, seq, action, sizes = env["key"], env["seq"], env["action"], env["sizes"]
-    if not (isinstance(key, str) and isinstance(seq, int) and not isinstance(seq, bool)
-            and isinstance(action, str)):
-        raise ValueError("state frame envelope has a bad key, seq or action")
-    if not (isinstance(sizes, list) and sizes
-            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in sizes)):
-        raise ValueError("state frame envelope has bad sizes")
-    body = value[newline + 1:]
-    if sum(sizes) != len(body):
-        raise ValueError(f"state frame body is {len(body)} bytes, the envelope announces {sum(sizes)}")
-    parts: list[bytes] = []
-    pos = 0
-    for n in sizes:
-        parts.append(bytes(body[pos:pos + n]))
-        pos += n
-    return key, seq, action, parts[0], parts[1:]
 
 
 def _parse_url(url: str) -> tuple[str, str, dict[str, Any]]:
@@ -267,7 +216,7 @@ class KafkaStore:
     """An :class:`~reference_runtime.stores.base.ActionStateStore` backed by a compacted Kafka topic."""
 
     def __new__(cls, bootstrap: str, topic: str, *, partitions: int = 4, timeout: float = 10.0,
-                format: str = NATIVE) -> KafkaStore:
+                format: str = NATIVE, read_only: bool = False) -> KafkaStore:
         if cls is KafkaStore and format == FLINK_AGENTS:
             from .kafka_flink import FlinkAgentsKafkaStore
 
@@ -275,7 +224,7 @@ class KafkaStore:
         return super().__new__(cls)
 
     def __init__(self, bootstrap: str, topic: str, *, partitions: int = 4, timeout: float = 10.0,
-                 format: str = NATIVE) -> None:
+                 format: str = NATIVE, read_only: bool = False) -> None:
         if format not in FORMATS:
             raise StoreUrlError(f"unknown Kafka store format {format!r} for kafka://{bootstrap}/{topic}; "
                                 f"known: {', '.join(FORMATS)}")
@@ -287,6 +236,8 @@ class KafkaStore:
         self.topic = topic
         self.timeout = float(timeout)
         self.format = format
+        #: ``durable inspect`` opens stores read-only: no topic is created and every write raises.
+        self.read_only = read_only
         self.url = f"kafka://{bootstrap}/{topic}" + (f"?format={format}" if format != NATIVE else "")
         self.compacted = True
         self.bytes_written = 0
@@ -369,6 +320,8 @@ class KafkaStore:
             raise StoreError(f"cannot reach Kafka store {self.url}: {exc} "
                              f"(last client error: {self._last_error})") from exc
         if self.topic not in metadata.topics:
+            if self.read_only:
+                raise StoreError(f"Kafka store {self.url}: topic {self.topic!r} does not exist")
             self._create_topic(kafka_admin, partitions)
         deadline = time.monotonic() + self.timeout
         while True:
@@ -410,8 +363,8 @@ class KafkaStore:
 
     def _send(self, records: Sequence[tuple[str, bytes | None, int, list[tuple[str, bytes]] | None]]) -> None:
         """Produce ``(kafka key, value, partition, headers)`` records and flush; raise unless all landed."""
-        if self._closed:
-            raise StoreError(f"Kafka store {self.url} is closed")
+        if self._closed or self.read_only:
+            raise StoreError(f"Kafka store {self.url} is {'closed' if self._closed else 'opened read-only'}")
         failures: list[str] = []
 
         def delivered(err: Any, msg: Any) -> None:
@@ -448,9 +401,9 @@ class KafkaStore:
         headers = [("key", ref.key.encode("utf-8")), ("seq", str(ref.seq).encode()),
                    ("action", ref.action.name.encode("utf-8"))]
         with self._lock:
-            self._send([(_s_key(ref.state_key), frame, part, headers)])
+            self._send([(s_key(ref.state_key), frame, part, headers)])
             self._entries[ref.state_key] = _Entry(ref.key, ref.seq, ref.action.name, header, calls)
-            self._note(ref.state_key, _s_key(ref.state_key), part)
+            self._note(ref.state_key, s_key(ref.state_key), part)
 
     def _live(self, ref: StateRef, index: int) -> _Entry:
         entry = self._entries.get(ref.state_key)
@@ -469,10 +422,10 @@ class KafkaStore:
                                  f"[{_loc(ref, index)}]")
             if not encoded:
                 return
-            self._send([(_c_key(ref.state_key, index + i), body, part, None) for i, body in enumerate(encoded)])
+            self._send([(c_key(ref.state_key, index + i), body, part, None) for i, body in enumerate(encoded)])
             entry.calls[index:index + len(encoded)] = encoded
             for i in range(len(encoded)):
-                self._note(ref.state_key, _c_key(ref.state_key, index + i), part)
+                self._note(ref.state_key, c_key(ref.state_key, index + i), part)
 
     def truncate_call_results(self, ref: StateRef, index: int) -> None:
         part = self._partition(ref.key)
@@ -482,9 +435,9 @@ class KafkaStore:
                 return
             _refuse_corrupt(entry, ref)
             length = max(0, min(index, len(entry.calls)))
-            self._send([(_t_key(ref.state_key), str(length).encode("ascii"), part, None)])
+            self._send([(t_key(ref.state_key), str(length).encode("ascii"), part, None)])
             del entry.calls[length:]
-            self._note(ref.state_key, _t_key(ref.state_key), part)
+            self._note(ref.state_key, t_key(ref.state_key), part)
 
     def _delete(self, state_keys: Sequence[str]) -> None:
         """Tombstone each state: its ``S`` key first (the state is gone from then on), then its deltas."""
@@ -499,7 +452,7 @@ class KafkaStore:
         for sk in state_keys:
             self._entries.pop(sk, None)
             log_keys = self._log_keys.get(sk, {})
-            log_keys.pop(_s_key(sk), None)
+            log_keys.pop(s_key(sk), None)
         if tails:
             self._send(tails)
         for sk in state_keys:
@@ -677,7 +630,7 @@ class KafkaStore:
             self._ends = ends
             # Finish deletions a crash interrupted: delta keys whose state has no live S record.
             orphans = [sk for sk, keys in log_keys.items() if sk not in entries and keys]
-            if orphans:
+            if orphans and not self.read_only:
                 self._delete(orphans)
 
     def _replay_header(self, msg: Any, value: bytes) -> _Replayed:

@@ -74,8 +74,9 @@ class FlinkAgentsKafkaStore(KafkaStore):
     """A :class:`KafkaStore` whose topic is in Flink Agents' format (make it with ``format="flink-agents"``)."""
 
     def __init__(self, bootstrap: str, topic: str, *, partitions: int = 4, timeout: float = 10.0,
-                 format: str = FLINK_AGENTS) -> None:
-        super().__init__(bootstrap, topic, partitions=partitions, timeout=timeout, format=FLINK_AGENTS)
+                 format: str = FLINK_AGENTS, read_only: bool = False) -> None:
+        super().__init__(bootstrap, topic, partitions=partitions, timeout=timeout, format=FLINK_AGENTS,
+                         read_only=read_only)
         self._states: dict[str, StoredState] = {}
 
     # -- writes ----------------------------------------------------------------------------------------
