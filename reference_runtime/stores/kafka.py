@@ -288,12 +288,12 @@ class KafkaStore:
         })
 
     @classmethod
-    def from_url(cls, url: str, *, timeout: float | None = None) -> KafkaStore:
+    def from_url(cls, url: str, *, timeout: float | None = None, read_only: bool = False) -> KafkaStore:
         """Open ``kafka://HOST:PORT/TOPIC`` (KSTORE-6)."""
         bootstrap, topic, options = _parse_url(url)
         if timeout is not None:
             options["timeout"] = timeout
-        return cls(bootstrap, topic, **options)
+        return cls(bootstrap, topic, read_only=read_only, **options)
 
     def reopen(self) -> KafkaStore:
         """A new store object over the same broker and topic, rebuilt from the log (a process restart).
