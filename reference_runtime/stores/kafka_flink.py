@@ -34,11 +34,12 @@ Reading
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import CorruptRecordError, Location, StoreError
 from ..records import ActionState, CallResult, StateRef
+from ..serde.actionstate import JavaActionState
 from .base import RecoveryMarker
 from .kafka import KafkaStore
 from .kafka_flink_format import (
@@ -46,11 +47,12 @@ from .kafka_flink_format import (
     Era,
     decode_value,
     encode_value,
+    java_model,
     locate,
     location_headers,
     partition_for,
-    truncated,
-    with_call_results,
+    set_call_results,
+    truncate_call_results,
 )
 
 
@@ -64,6 +66,8 @@ class StoredState:
     value: bytes
     partition: int
     offset: int | None = None
+    #: The parsed value, kept after the first delta so the next one does not parse the record again.
+    java: JavaActionState | None = None
 
 
 def _loc(ref: StateRef, index: int | None = None) -> Location:
@@ -81,10 +85,16 @@ class FlinkAgentsKafkaStore(KafkaStore):
 
     # -- writes ----------------------------------------------------------------------------------------
 
-    def _write(self, ref: StateRef, value: bytes) -> None:
+    def _write(self, ref: StateRef, value: bytes, java: JavaActionState | None = None) -> None:
         part = partition_for(ref.key, self._npart)
         self._send([(ref.state_key, value, part, location_headers(ref))])
-        self._states[ref.state_key] = StoredState(ref.key, ref.seq, ref.action.name, value, part)
+        self._states[ref.state_key] = StoredState(ref.key, ref.seq, ref.action.name, value, part, java=java)
+
+    def _model(self, stored: StoredState, ref: StateRef, index: int) -> JavaActionState:
+        """A private copy of the stored state's Java model to change (the cached one stays as stored until
+        the write that replaces it is acknowledged)."""
+        java = stored.java if stored.java is not None else java_model(stored.value, _loc(ref, index))
+        return replace(java, call_results=None if java.call_results is None else list(java.call_results))
 
     def put(self, ref: StateRef, state: ActionState) -> None:
         value = encode_value(state)
@@ -96,18 +106,20 @@ class FlinkAgentsKafkaStore(KafkaStore):
             stored = self._states.get(ref.state_key)
             if stored is None:
                 raise StoreError(f"no action state to add call results to [{_loc(ref, index)}]")
-            value, _before = with_call_results(stored.value, index, results, _loc(ref, index))
+            java = self._model(stored, ref, index)
+            value = set_call_results(java, index, results, _loc(ref, index))
             if results:
-                self._write(ref, value)
+                self._write(ref, value, java)
 
     def truncate_call_results(self, ref: StateRef, index: int) -> None:
         with self._lock:
             stored = self._states.get(ref.state_key)
             if stored is None:
                 return
-            value = truncated(stored.value, index, _loc(ref, index))
+            java = self._model(stored, ref, index)
+            value = truncate_call_results(java, index)
             if value is not None:
-                self._write(ref, value)
+                self._write(ref, value, java)
 
     def _tombstone(self, state_keys: Sequence[str]) -> None:
         if not state_keys:

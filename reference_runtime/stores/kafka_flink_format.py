@@ -178,7 +178,7 @@ def decode_value(value: bytes, location: Location | None = None) -> tuple[Action
     return to_runtime(java), era
 
 
-def _java_model(value: bytes, location: Location | None) -> JavaActionState:
+def java_model(value: bytes, location: Location | None = None) -> JavaActionState:
     """The Java object model of a stored value, so a rewrite keeps the untouched fields byte for byte (a
     0.2.0 record is upgraded to the current format)."""
     state, era = decode_value(value, location)
@@ -194,24 +194,21 @@ def _java_call(c: CallResult) -> JavaCallResult:
                           None if c.status is None else c.status.value)
 
 
-def with_call_results(value: bytes, index: int, results: Sequence[CallResult],
-                      location: Location | None = None) -> tuple[bytes, int]:
-    """The value with ``results`` written into call slots ``index…``; also the number of call results it
-    held before. An index past the end (a gap) is a :class:`StoreError`."""
-    java = _java_model(value, location)
-    calls = list(java.call_results or [])
+def set_call_results(java: JavaActionState, index: int, results: Sequence[CallResult],
+                     location: Location | None = None) -> bytes:
+    """Write ``results`` into call slots ``index…`` of ``java`` (in place) and return the new value. An
+    index past the end (a gap) is a :class:`StoreError` and changes nothing."""
+    calls = java.call_results if java.call_results is not None else []
     if index < 0 or index > len(calls):
         raise StoreError(f"call index {index} leaves a gap after {len(calls)} records [{location}]")
-    before = len(calls)
     calls[index:index + len(results)] = [_java_call(c) for c in results]
     java.call_results = calls
-    return write_action_state(java), before
+    return write_action_state(java)
 
 
-def truncated(value: bytes, index: int, location: Location | None = None) -> bytes | None:
-    """The value with call results from ``index`` on dropped, or None when there is nothing to drop."""
-    java = _java_model(value, location)
-    calls = list(java.call_results or [])
+def truncate_call_results(java: JavaActionState, index: int) -> bytes | None:
+    """Drop call results from ``index`` on (in place) and return the new value; None if nothing dropped."""
+    calls = java.call_results or []
     if index >= len(calls):
         return None
     java.call_results = calls[:max(0, index)]

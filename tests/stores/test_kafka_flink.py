@@ -441,3 +441,17 @@ class TestFlinkAgentsKafkaUrlConformance(StoreConformance):
     @pytest.fixture(scope="session")
     def durable_store_factory(self, tansu: str) -> StoreFactory:
         return factory_from_url(f"kafka://{tansu}/{_topic()}?format=flink-agents")
+
+
+def test_benchmark_p3_counts_what_the_store_writes(tansu: str) -> None:
+    """WIRE-2: benchmark P3's Flink Agents figure is the bytes the real store produces for the same calls."""
+    from benchmarks.p3_bytes import FlinkFormatBytes, measure
+
+    store = open_fa(tansu, _topic())
+    try:
+        measure(store, 20)
+        counted = FlinkFormatBytes()
+        measure(counted, 20)
+        assert store.bytes_written == counted.fa_bytes > 0
+    finally:
+        store.close()
