@@ -11,7 +11,8 @@ Read path
 
 Record layout (KSTORE-3)
     Every record is keyed by its state key (behind a one-letter record kind) and goes to partition
-    ``crc32(business key) % partitions``, given explicitly, so all records of a business key sit in one
+    ``murmurHash(String.hashCode(business key up to its first "_")) % partitions`` as Flink Agents picks it
+    (:func:`~.kafka_flink_format.partition_for`), given explicitly, so all records of a business key sit in one
     partition in write order. Flink Agents writes the whole ``ActionState`` per record; here call results are
     written as deltas, one record per call result (STORE-5, benchmark P3), never as a whole-state rewrite:
 
@@ -92,7 +93,6 @@ import socket
 import threading
 import time
 import uuid
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,7 +101,7 @@ from urllib.parse import parse_qs, urlsplit
 from ..errors import CorruptRecordError, Location, StoreError, StoreUrlError
 from ..records import ActionState, CallResult, StateRef
 from .base import RecoveryMarker
-from .kafka_flink_format import FLINK_AGENTS, FORMATS, NATIVE
+from .kafka_flink_format import FLINK_AGENTS, FORMATS, NATIVE, partition_for
 from .kafka_native_format import c_key, decode_frame, encode_frame, s_key, t_key
 from .native import decode_call_result, decode_state, encode_call_result, encode_state
 
@@ -148,7 +148,7 @@ class _Replayed:
 
 
 def _parse_url(url: str) -> tuple[str, str, dict[str, Any]]:
-    """``kafka://HOST:PORT/TOPIC[?partitions=N&timeout=S]`` -> (bootstrap, topic, options)."""
+    """``kafka://HOST:PORT/TOPIC[?partitions=N&timeout=S&format=F]`` -> (bootstrap, topic, options)."""
     if not isinstance(url, str):
         raise StoreUrlError(f"store URL must be a string, got {type(url).__name__}")
     try:
@@ -359,7 +359,7 @@ class KafkaStore:
     # -- writes ----------------------------------------------------------------------------------------
 
     def _partition(self, key: str) -> int:
-        return zlib.crc32(key.encode("utf-8")) % self._npart
+        return partition_for(key, self._npart)
 
     def _send(self, records: Sequence[tuple[str, bytes | None, int, list[tuple[str, bytes]] | None]]) -> None:
         """Produce ``(kafka key, value, partition, headers)`` records and flush; raise unless all landed."""
