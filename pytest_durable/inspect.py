@@ -197,38 +197,18 @@ def _redis(url: str, namespace: str, timeout: float) -> Iterator[StateView]:
 
 def _kafka(url: str, timeout: float) -> Iterator[StateView]:
     from reference_runtime.stores.kafka import KafkaStore
-    from reference_runtime.stores.kafka_flink import FlinkAgentsKafkaStore
-    from reference_runtime.stores.native import decode_call_result, decode_state
 
     store = KafkaStore.from_url(url, timeout=timeout, read_only=True)
     try:
         store.rebuild_state([])
-        if isinstance(store, FlinkAgentsKafkaStore):
-            for sk, stored in store.stored().items():
-                # A record a Flink Agents job wrote names its action only by the UUID in its key.
-                action = stored.action or (f"uuid {sk.rsplit('_', 1)[-1]}" if stored.key is not None else None)
-                view = StateView(stored.key, stored.seq, action, sk)
+        for sk, key, seq, action, decode in store.inspect_states():
+            view = StateView(key, seq, action, sk)
 
-                def decode(stored: Any = stored, view: StateView = view) -> ActionState:
-                    state, era = FlinkAgentsKafkaStore.decode(stored)
-                    view.format = f"flink-agents ({era})"
-                    return state
+            def state(decode: Callable[[], tuple[ActionState, str]] = decode, view: StateView = view) -> ActionState:
+                decoded, view.format = decode()
+                return decoded
 
-                yield state_view(view, decode)
-            return
-        for sk, entry in store._entries.items():
-            loc = Location(entry.key, entry.seq, entry.action)
-
-            def decode_native(entry: Any = entry, loc: Location = loc) -> ActionState:
-                if entry.problem is not None:
-                    reason, at = entry.problem
-                    raise CorruptRecordError(reason, Location(loc.key, loc.seq, loc.action, at))
-                state = decode_state(entry.header, loc)
-                state.call_results = [decode_call_result(b, Location(loc.key, loc.seq, loc.action, i))
-                                      for i, b in enumerate(entry.calls)]
-                return state
-
-            yield state_view(StateView(entry.key, entry.seq, entry.action, sk, format="native"), decode_native)
+            yield state_view(view, state)
     finally:
         store.close()
 

@@ -105,6 +105,8 @@ from .kafka_flink_format import FLINK_AGENTS, FORMATS, NATIVE, partition_for
 from .kafka_native_format import c_key, decode_frame, encode_frame, s_key, t_key
 from .native import decode_call_result, decode_state, encode_call_result, encode_state
 
+#: ``(state key, business key, seq, action, decode)``; see :meth:`KafkaStore.inspect_states`.
+InspectedState = tuple[str, "str | None", "int | None", "str | None", Callable[[], tuple[ActionState, str]]]
 _TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 _LOG = logging.getLogger(__name__)
 
@@ -645,6 +647,24 @@ class KafkaStore:
             return _Replayed(located.get("key"), int(seq_text) if seq_text.isdigit() else None,
                              located.get("action"), b"", {}, (f"unreadable action state record: {exc}", None))
         return _Replayed(key, seq, action, header, dict(enumerate(calls)))
+
+    def inspect_states(self) -> list[InspectedState]:
+        """Every live state as ``(state key, key, seq, action, decode)`` for ``durable inspect``: ``decode()``
+        returns the state and its record format, or raises ``CorruptRecordError`` naming the location."""
+        with self._lock:
+            entries = dict(self._entries)
+
+        def decoder(e: _Entry) -> Callable[[], tuple[ActionState, str]]:
+            def decode() -> tuple[ActionState, str]:
+                if e.problem is not None:
+                    raise CorruptRecordError(e.problem[0], Location(e.key, e.seq, e.action, e.problem[1]))
+                state = decode_state(e.header, Location(e.key, e.seq, e.action))
+                state.call_results = [decode_call_result(body, Location(e.key, e.seq, e.action, i))
+                                      for i, body in enumerate(e.calls)]
+                return state, "native"
+            return decode
+
+        return [(sk, e.key, e.seq, e.action, decoder(e)) for sk, e in entries.items()]
 
     def close(self) -> None:
         with self._lock:

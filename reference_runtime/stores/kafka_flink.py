@@ -33,7 +33,7 @@ Reading
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -41,10 +41,9 @@ from ..errors import CorruptRecordError, Location, StoreError
 from ..records import ActionState, CallResult, StateRef
 from ..serde.actionstate import JavaActionState
 from .base import RecoveryMarker
-from .kafka import KafkaStore
+from .kafka import InspectedState, KafkaStore
 from .kafka_flink_format import (
     FLINK_AGENTS,
-    Era,
     decode_value,
     encode_value,
     java_model,
@@ -151,11 +150,21 @@ class FlinkAgentsKafkaStore(KafkaStore):
         with self._lock:
             return dict(self._states)
 
-    @staticmethod
-    def decode(stored: StoredState) -> tuple[ActionState, Era]:
-        """Decode one stored value (raises ``CorruptRecordError`` naming its location)."""
-        return decode_value(stored.value, Location(stored.key or "?", stored.seq if stored.seq is not None else -1,
-                                                   stored.action or "?"))
+    def inspect_states(self) -> list[InspectedState]:
+        """Every live state as ``(state key, key, seq, action, decode)`` for ``durable inspect``. A record a
+        Flink Agents job wrote names its action only by the UUID at the end of its key."""
+
+        def decoder(stored: StoredState, action: str | None) -> Callable[[], tuple[ActionState, str]]:
+            def decode() -> tuple[ActionState, str]:
+                state, era = decode_value(stored.value, Location(stored.key, stored.seq, action))
+                return state, f"flink-agents ({era})"
+            return decode
+
+        out: list[InspectedState] = []
+        for sk, stored in self.stored().items():
+            action = stored.action or (f"uuid {sk.rsplit('_', 1)[-1]}" if stored.key is not None else None)
+            out.append((sk, stored.key, stored.seq, action, decoder(stored, action)))
+        return out
 
     # -- recovery --------------------------------------------------------------------------------------
 
