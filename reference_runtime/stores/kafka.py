@@ -528,7 +528,10 @@ class KafkaStore:
         (Tansu 0.6 answers ListOffsets with the last batch's base offset + 1, so that is only a lower bound).
         """
         marks = self._watermarks()
-        begin = {p: low if starts is None else max(low, starts.get(p, low)) for p, (low, _high) in marks.items()}
+        # A start past the reported end is clamped to it: the end may be reported low (Tansu, above), and a
+        # marker past the true end must still reach the end-of-partition event that proves the loss.
+        begin = {p: low if starts is None else min(max(low, starts.get(p, low)), high)
+                 for p, (low, high) in marks.items()}
         ends = {p: high for p, (low, high) in marks.items() if high <= low}  # empty partitions
         pending = {p for p in marks if p not in ends and (starts is None or p in starts)}
         if not pending:

@@ -219,6 +219,10 @@ def test_rebuild_replays_from_the_marker_offsets_only(tansu: str, store: FlinkAg
     store.put(early, ActionState())
     marker = store.get_recovery_marker()
     store.put(late, ActionState())
+    store.rebuild_state([marker])  # the same object: what it holds stays, the replay adds to it
+    assert store.stored().keys() == {early.state_key, late.state_key}
+    with pytest.raises(StoreError, match="lost records"):
+        store.rebuild_state([{"offsets": {str(p): 10**6 for p in range(4)}}])
     from_marker = restart(store, [marker])
     try:
         assert from_marker.get(late) is not None
