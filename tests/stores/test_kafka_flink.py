@@ -459,3 +459,35 @@ def test_benchmark_p3_counts_what_the_store_writes(tansu: str) -> None:
         assert store.bytes_written == counted.fa_bytes > 0
     finally:
         store.close()
+
+
+def refuse(amount: int) -> int:
+    raise ValueError(f"refused {amount}")
+
+
+def test_durable_call_payloads_are_enveloped_as_the_python_runtime_does(tansu: str,
+                                                                        store: FlinkAgentsKafkaStore) -> None:
+    """WIRE-2, PAY-1: a durable call's record carries `cloudpickle.dumps(result)` (or of the exception) as
+    standard base64, function id `module.qualname`, the args digest, and an explicit status."""
+    import cloudpickle
+
+    from reference_runtime.codecs import CloudpickleCodec
+    from reference_runtime.durable import ActionExecution
+    from reference_runtime.identity import args_digest
+
+    r = ref("k", 0)
+    state = ActionState(task_event=r.event)
+    store.put(r, state)
+    ex = ActionExecution(r, store, CloudpickleCodec(), state)
+    assert ex.execute(partition_for, ("user-1", 4), {}) == 1
+    with pytest.raises(ValueError, match="refused 5"):
+        ex.execute(refuse, (5,), {})
+    calls = loads([v for _p, _o, k, v in read_topic(tansu, store.topic) if k == r.state_key][-1])["callResults"]
+    assert calls[0] == {"functionId": "reference_runtime.stores.kafka_flink_format.partition_for",
+                        "argsDigest": args_digest(("user-1", 4), {}),
+                        "resultPayload": base64.b64encode(cloudpickle.dumps(1)).decode(),
+                        "exceptionPayload": None, "status": "SUCCEEDED"}
+    assert calls[1]["functionId"] == f"{__name__}.refuse" and calls[1]["status"] == "FAILED"
+    assert calls[1]["resultPayload"] is None
+    replayed = CloudpickleCodec().decode_exception(base64.b64decode(calls[1]["exceptionPayload"]))
+    assert isinstance(replayed, ValueError) and str(replayed) == "refused 5"
