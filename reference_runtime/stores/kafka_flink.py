@@ -64,7 +64,6 @@ class StoredState:
     action: str | None
     value: bytes
     partition: int
-    offset: int | None = None
     #: The parsed value, kept after the first delta so the next one does not parse the record again.
     java: JavaActionState | None = None
 
@@ -185,7 +184,7 @@ class FlinkAgentsKafkaStore(KafkaStore):
                     found[state_key] = None
                     return
                 key, seq, action = locate(state_key, msg.headers())
-                found[state_key] = StoredState(key, seq, action, bytes(value), msg.partition(), msg.offset())
+                found[state_key] = StoredState(key, seq, action, bytes(value), msg.partition())
 
             ends = self._replay(apply, marked if markers else None)
             lost = {p: off for p, off in marked.items() if off > ends.get(p, 0)}
