@@ -41,8 +41,9 @@ def _sweep(argv: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
-        print("usage: durable {certify,sweep} ...\n  certify  run the conformance kit and print levels\n"
-              "  sweep    crash an agent at every fault point and print the matrix")
+        print("usage: durable {certify,sweep,inspect} ...\n  certify  run the conformance kit and print levels\n"
+              "  sweep    crash an agent at every fault point and print the matrix\n"
+              "  inspect  print what a store holds (read-only)")
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     if command == "certify":
@@ -51,7 +52,11 @@ def main(argv: list[str] | None = None) -> int:
         return certify(rest)
     if command == "sweep":
         return _sweep(rest)
-    print(f"durable: unknown command {command!r} (certify, sweep)", file=sys.stderr)
+    if command == "inspect":
+        from .inspect import main as inspect
+
+        return inspect(rest)
+    print(f"durable: unknown command {command!r} (certify, sweep, inspect)", file=sys.stderr)
     return 2
 
 

@@ -482,6 +482,8 @@ def from_python(value: Any, path: str = "value") -> JavaValue | None:
             raise ValueError(f"{p}: nests deeper than {MAX_DEPTH}")
         if v is None:
             return None
+        if isinstance(v, JavaValue):
+            return v  # already a Java value (a Java-written record, or a caller pinning the Java type)
         if isinstance(v, bool):
             return JavaValue("Boolean", v)
         if isinstance(v, int):

@@ -1,6 +1,8 @@
 """Kafka store: action states in a compacted Kafka topic, in the manner of Flink Agents' ``KafkaActionStateStore``.
 
-URL: ``kafka://HOST:PORT/TOPIC`` (optional query ``?partitions=N&timeout=SECONDS``). Needs ``confluent-kafka``
+URL: ``kafka://HOST:PORT/TOPIC`` (optional query ``?partitions=N&timeout=SECONDS&format=native|flink-agents``).
+``format=flink-agents`` (or ``KafkaStore(…, format="flink-agents")``) speaks Flink Agents' own topic format
+instead of the native one described here: see :mod:`.kafka_flink`. Needs ``confluent-kafka``
 (``pip install pytest-durable[kafka]``); it is imported only when a store is opened.
 
 Read path
@@ -9,7 +11,8 @@ Read path
 
 Record layout (KSTORE-3)
     Every record is keyed by its state key (behind a one-letter record kind) and goes to partition
-    ``crc32(business key) % partitions``, given explicitly, so all records of a business key sit in one
+    ``murmurHash(String.hashCode(business key up to its first "_")) % partitions`` as Flink Agents picks it
+    (:func:`~.kafka_flink_format.partition_for`), given explicitly, so all records of a business key sit in one
     partition in write order. Flink Agents writes the whole ``ActionState`` per record; here call results are
     written as deltas, one record per call result (STORE-5, benchmark P3), never as a whole-state rewrite:
 
@@ -84,14 +87,12 @@ thread-safe.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import socket
 import threading
 import time
 import uuid
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -100,9 +101,12 @@ from urllib.parse import parse_qs, urlsplit
 from ..errors import CorruptRecordError, Location, StoreError, StoreUrlError
 from ..records import ActionState, CallResult, StateRef
 from .base import RecoveryMarker
+from .kafka_flink_format import FLINK_AGENTS, FORMATS, NATIVE, partition_for
+from .kafka_native_format import c_key, decode_frame, encode_frame, s_key, t_key
 from .native import decode_call_result, decode_state, encode_call_result, encode_state
 
-FRAME_VERSION = 1
+#: ``(state key, business key, seq, action, decode)``; see :meth:`KafkaStore.inspect_states`.
+InspectedState = tuple[str, "str | None", "int | None", "str | None", Callable[[], tuple[ActionState, str]]]
 _TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 _LOG = logging.getLogger(__name__)
 
@@ -116,18 +120,6 @@ def _refuse_corrupt(entry: _Entry, ref: StateRef) -> None:
     if entry.problem is not None:
         reason, at = entry.problem
         raise CorruptRecordError(reason, _loc(ref, at))
-
-
-def _s_key(state_key: str) -> str:
-    return f"S|{state_key}"
-
-
-def _t_key(state_key: str) -> str:
-    return f"T|{state_key}"
-
-
-def _c_key(state_key: str, index: int) -> str:
-    return f"C|{state_key}|{index:08d}"
 
 
 @dataclass
@@ -157,46 +149,8 @@ class _Replayed:
     problem: tuple[str, int | None] | None = None
 
 
-def encode_frame(key: str, seq: int, action: str, header: bytes, calls: Sequence[bytes]) -> bytes:
-    """The value of an ``S`` record."""
-    envelope = {"v": FRAME_VERSION, "key": key, "seq": seq, "action": action,
-                "sizes": [len(header), *(len(c) for c in calls)]}
-    return json.dumps(envelope, separators=(",", ":")).encode() + b"\n" + header + b"".join(calls)
-
-
-def decode_frame(value: bytes) -> tuple[str, int, str, bytes, list[bytes]]:
-    """Split an ``S`` record's value; raises ValueError with a reason when it is not a frame."""
-    newline = value.find(b"\n")
-    if newline < 0:
-        raise ValueError("state frame has no envelope line")
-    try:
-        env = json.loads(value[:newline].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise ValueError(f"state frame envelope is not JSON: {exc}") from exc
-    if not isinstance(env, dict) or set(env) != {"v", "key", "seq", "action", "sizes"}:
-        raise ValueError("state frame envelope does not have exactly the fields v, key, seq, action, sizes")
-    if env["v"] != FRAME_VERSION:
-        raise ValueError(f"unsupported state frame version {env['v']!r}")
-    key, seq, action, sizes = env["key"], env["seq"], env["action"], env["sizes"]
-    if not (isinstance(key, str) and isinstance(seq, int) and not isinstance(seq, bool)
-            and isinstance(action, str)):
-        raise ValueError("state frame envelope has a bad key, seq or action")
-    if not (isinstance(sizes, list) and sizes
-            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in sizes)):
-        raise ValueError("state frame envelope has bad sizes")
-    body = value[newline + 1:]
-    if sum(sizes) != len(body):
-        raise ValueError(f"state frame body is {len(body)} bytes, the envelope announces {sum(sizes)}")
-    parts: list[bytes] = []
-    pos = 0
-    for n in sizes:
-        parts.append(bytes(body[pos:pos + n]))
-        pos += n
-    return key, seq, action, parts[0], parts[1:]
-
-
 def _parse_url(url: str) -> tuple[str, str, dict[str, Any]]:
-    """``kafka://HOST:PORT/TOPIC[?partitions=N&timeout=S]`` -> (bootstrap, topic, options)."""
+    """``kafka://HOST:PORT/TOPIC[?partitions=N&timeout=S&format=F]`` -> (bootstrap, topic, options)."""
     if not isinstance(url, str):
         raise StoreUrlError(f"store URL must be a string, got {type(url).__name__}")
     try:
@@ -231,9 +185,13 @@ def _parse_url(url: str) -> tuple[str, str, dict[str, Any]]:
                 options[name] = float(values[0])
                 if not options[name] > 0:
                     raise ValueError("must be positive")
+            elif name == "format":
+                if values[0] not in FORMATS:
+                    raise ValueError(f"{values[0]!r} is not one of {', '.join(FORMATS)}")
+                options[name] = values[0]
             else:
                 raise StoreUrlError(f"malformed Kafka store URL {url!r}: unknown option {name!r} "
-                                    "(known: partitions, timeout)")
+                                    "(known: partitions, timeout, format)")
         except ValueError as exc:
             raise StoreUrlError(f"malformed Kafka store URL {url!r}: bad {name}: {exc}") from exc
     host = parts.hostname
@@ -259,7 +217,19 @@ def _probe(bootstrap: str, timeout: float) -> str | None:
 class KafkaStore:
     """An :class:`~reference_runtime.stores.base.ActionStateStore` backed by a compacted Kafka topic."""
 
-    def __init__(self, bootstrap: str, topic: str, *, partitions: int = 4, timeout: float = 10.0) -> None:
+    def __new__(cls, bootstrap: str, topic: str, *, partitions: int = 4, timeout: float = 10.0,
+                format: str = NATIVE, read_only: bool = False) -> KafkaStore:
+        if cls is KafkaStore and format == FLINK_AGENTS:
+            from .kafka_flink import FlinkAgentsKafkaStore
+
+            return super().__new__(FlinkAgentsKafkaStore)
+        return super().__new__(cls)
+
+    def __init__(self, bootstrap: str, topic: str, *, partitions: int = 4, timeout: float = 10.0,
+                 format: str = NATIVE, read_only: bool = False) -> None:
+        if format not in FORMATS:
+            raise StoreUrlError(f"unknown Kafka store format {format!r} for kafka://{bootstrap}/{topic}; "
+                                f"known: {', '.join(FORMATS)}")
         if not _TOPIC_RE.match(topic):
             raise StoreUrlError(f"bad Kafka topic name {topic!r} for kafka://{bootstrap}/{topic}")
         if partitions < 1:
@@ -267,7 +237,10 @@ class KafkaStore:
         self.bootstrap = bootstrap
         self.topic = topic
         self.timeout = float(timeout)
-        self.url = f"kafka://{bootstrap}/{topic}"
+        self.format = format
+        #: ``durable inspect`` opens stores read-only: no topic is created and every write raises.
+        self.read_only = read_only
+        self.url = f"kafka://{bootstrap}/{topic}" + (f"?format={format}" if format != NATIVE else "")
         self.compacted = True
         self.bytes_written = 0
         #: Records produced by this object (every put / delta / truncation / tombstone is one or more).
@@ -317,19 +290,20 @@ class KafkaStore:
         })
 
     @classmethod
-    def from_url(cls, url: str, *, timeout: float | None = None) -> KafkaStore:
+    def from_url(cls, url: str, *, timeout: float | None = None, read_only: bool = False) -> KafkaStore:
         """Open ``kafka://HOST:PORT/TOPIC`` (KSTORE-6)."""
         bootstrap, topic, options = _parse_url(url)
         if timeout is not None:
             options["timeout"] = timeout
-        return cls(bootstrap, topic, **options)
+        return cls(bootstrap, topic, read_only=read_only, **options)
 
     def reopen(self) -> KafkaStore:
         """A new store object over the same broker and topic, rebuilt from the log (a process restart).
 
         The old object stays open; close it yourself once it is no longer needed.
         """
-        again = KafkaStore(self.bootstrap, self.topic, partitions=self._npart, timeout=self.timeout)
+        again = KafkaStore(self.bootstrap, self.topic, partitions=self._npart, timeout=self.timeout,
+                           format=self.format)
         again.rebuild_state([])
         return again
 
@@ -348,6 +322,8 @@ class KafkaStore:
             raise StoreError(f"cannot reach Kafka store {self.url}: {exc} "
                              f"(last client error: {self._last_error})") from exc
         if self.topic not in metadata.topics:
+            if self.read_only:
+                raise StoreError(f"Kafka store {self.url}: topic {self.topic!r} does not exist")
             self._create_topic(kafka_admin, partitions)
         deadline = time.monotonic() + self.timeout
         while True:
@@ -385,12 +361,12 @@ class KafkaStore:
     # -- writes ----------------------------------------------------------------------------------------
 
     def _partition(self, key: str) -> int:
-        return zlib.crc32(key.encode("utf-8")) % self._npart
+        return partition_for(key, self._npart)
 
     def _send(self, records: Sequence[tuple[str, bytes | None, int, list[tuple[str, bytes]] | None]]) -> None:
         """Produce ``(kafka key, value, partition, headers)`` records and flush; raise unless all landed."""
-        if self._closed:
-            raise StoreError(f"Kafka store {self.url} is closed")
+        if self._closed or self.read_only:
+            raise StoreError(f"Kafka store {self.url} is {'closed' if self._closed else 'opened read-only'}")
         failures: list[str] = []
 
         def delivered(err: Any, msg: Any) -> None:
@@ -427,9 +403,9 @@ class KafkaStore:
         headers = [("key", ref.key.encode("utf-8")), ("seq", str(ref.seq).encode()),
                    ("action", ref.action.name.encode("utf-8"))]
         with self._lock:
-            self._send([(_s_key(ref.state_key), frame, part, headers)])
+            self._send([(s_key(ref.state_key), frame, part, headers)])
             self._entries[ref.state_key] = _Entry(ref.key, ref.seq, ref.action.name, header, calls)
-            self._note(ref.state_key, _s_key(ref.state_key), part)
+            self._note(ref.state_key, s_key(ref.state_key), part)
 
     def _live(self, ref: StateRef, index: int) -> _Entry:
         entry = self._entries.get(ref.state_key)
@@ -448,10 +424,10 @@ class KafkaStore:
                                  f"[{_loc(ref, index)}]")
             if not encoded:
                 return
-            self._send([(_c_key(ref.state_key, index + i), body, part, None) for i, body in enumerate(encoded)])
+            self._send([(c_key(ref.state_key, index + i), body, part, None) for i, body in enumerate(encoded)])
             entry.calls[index:index + len(encoded)] = encoded
             for i in range(len(encoded)):
-                self._note(ref.state_key, _c_key(ref.state_key, index + i), part)
+                self._note(ref.state_key, c_key(ref.state_key, index + i), part)
 
     def truncate_call_results(self, ref: StateRef, index: int) -> None:
         part = self._partition(ref.key)
@@ -461,9 +437,9 @@ class KafkaStore:
                 return
             _refuse_corrupt(entry, ref)
             length = max(0, min(index, len(entry.calls)))
-            self._send([(_t_key(ref.state_key), str(length).encode("ascii"), part, None)])
+            self._send([(t_key(ref.state_key), str(length).encode("ascii"), part, None)])
             del entry.calls[length:]
-            self._note(ref.state_key, _t_key(ref.state_key), part)
+            self._note(ref.state_key, t_key(ref.state_key), part)
 
     def _delete(self, state_keys: Sequence[str]) -> None:
         """Tombstone each state: its ``S`` key first (the state is gone from then on), then its deltas."""
@@ -478,7 +454,7 @@ class KafkaStore:
         for sk in state_keys:
             self._entries.pop(sk, None)
             log_keys = self._log_keys.get(sk, {})
-            log_keys.pop(_s_key(sk), None)
+            log_keys.pop(s_key(sk), None)
         if tails:
             self._send(tails)
         for sk in state_keys:
@@ -544,18 +520,23 @@ class KafkaStore:
                 low[p] = min(offset, low.get(p, offset))
         return low
 
-    def _replay(self, apply: Callable[[Any], None]) -> dict[int, int]:
+    def _replay(self, apply: Callable[[Any], None], starts: dict[int, int] | None = None) -> dict[int, int]:
         """Feed every record of every partition, in offset order, to ``apply``; return the end offsets.
+        With ``starts``, read only those partitions, each from the given offset (or its log start if later).
 
         A partition is done at its end-of-partition event, whose offset is the high watermark of the fetch
         (Tansu 0.6 answers ListOffsets with the last batch's base offset + 1, so that is only a lower bound).
         """
         marks = self._watermarks()
+        # A start past the reported end is clamped to it: the end may be reported low (Tansu, above), and a
+        # marker past the true end must still reach the end-of-partition event that proves the loss.
+        begin = {p: low if starts is None else min(max(low, starts.get(p, low)), high)
+                 for p, (low, high) in marks.items()}
         ends = {p: high for p, (low, high) in marks.items() if high <= low}  # empty partitions
-        pending = {p for p in marks if p not in ends}
+        pending = {p for p in marks if p not in ends and (starts is None or p in starts)}
         if not pending:
             return ends
-        self._consumer.assign([self._ck.TopicPartition(self.topic, p, marks[p][0]) for p in sorted(pending)])
+        self._consumer.assign([self._ck.TopicPartition(self.topic, p, begin[p]) for p in sorted(pending)])
         try:
             deadline = time.monotonic() + self.timeout
             while pending:
@@ -654,7 +635,7 @@ class KafkaStore:
             self._ends = ends
             # Finish deletions a crash interrupted: delta keys whose state has no live S record.
             orphans = [sk for sk, keys in log_keys.items() if sk not in entries and keys]
-            if orphans:
+            if orphans and not self.read_only:
                 self._delete(orphans)
 
     def _replay_header(self, msg: Any, value: bytes) -> _Replayed:
@@ -669,6 +650,24 @@ class KafkaStore:
             return _Replayed(located.get("key"), int(seq_text) if seq_text.isdigit() else None,
                              located.get("action"), b"", {}, (f"unreadable action state record: {exc}", None))
         return _Replayed(key, seq, action, header, dict(enumerate(calls)))
+
+    def inspect_states(self) -> list[InspectedState]:
+        """Every live state as ``(state key, key, seq, action, decode)`` for ``durable inspect``: ``decode()``
+        returns the state and its record format, or raises ``CorruptRecordError`` naming the location."""
+        with self._lock:
+            entries = dict(self._entries)
+
+        def decoder(e: _Entry) -> Callable[[], tuple[ActionState, str]]:
+            def decode() -> tuple[ActionState, str]:
+                if e.problem is not None:
+                    raise CorruptRecordError(e.problem[0], Location(e.key, e.seq, e.action, e.problem[1]))
+                state = decode_state(e.header, Location(e.key, e.seq, e.action))
+                state.call_results = [decode_call_result(body, Location(e.key, e.seq, e.action, i))
+                                      for i, body in enumerate(e.calls)]
+                return state, "native"
+            return decode
+
+        return [(sk, e.key, e.seq, e.action, decoder(e)) for sk, e in entries.items()]
 
     def close(self) -> None:
         with self._lock:

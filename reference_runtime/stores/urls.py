@@ -94,4 +94,6 @@ def open_store(url: str, *, timeout: float = 5.0, isolated: bool = False) -> Act
     from .kafka import KafkaStore
 
     topic = f"{parsed.path}-{suffix}" if isolated else parsed.path
-    return KafkaStore(parsed.bootstrap, topic, timeout=timeout)
+    query = urlsplit(url).query  # ?format=…, ?partitions=… are the Kafka store's own options
+    return KafkaStore.from_url(f"kafka://{parsed.bootstrap}/{topic}" + (f"?{query}" if query else ""),
+                               timeout=timeout)

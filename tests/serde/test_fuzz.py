@@ -17,6 +17,7 @@ from reference_runtime.errors import CorruptRecordError, Location, PayloadDecode
 from reference_runtime.serde import jackson, kryo
 from reference_runtime.serde.actionstate import read_action_state
 from reference_runtime.serde.legacy import read_legacy_020
+from reference_runtime.stores.kafka_flink_format import decode_value
 from reference_runtime.stores.native import decode_call_result, decode_state
 from tests.vectors import cases
 
@@ -96,6 +97,7 @@ DECODERS: dict[str, tuple[Callable[[bytes], Any], st.SearchStrategy[bytes]]] = {
     "native_call": (lambda b: decode_call_result(b, LOC), st.binary(max_size=64) | mutated(SEEDS_JSON)),
     "cloudpickle_result": (_CLOUDPICKLE.decode_result, st.binary(max_size=64)),
     "java_exception": (_JAVA.decode_exception, st.binary(max_size=64) | mutated(SEEDS_JSON)),
+    "kafka_flink_value": (decode_value, st.binary(max_size=64) | mutated(SEEDS_JSON) | field_swaps()),
 }
 
 

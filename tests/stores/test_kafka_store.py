@@ -8,7 +8,6 @@ from __future__ import annotations
 import socket
 import time
 import uuid
-import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +19,7 @@ from reference_runtime.errors import CorruptRecordError, StoreError, StoreUrlErr
 from reference_runtime.events import InputEvent
 from reference_runtime.records import ActionState, CallResult, MemoryUpdate
 from reference_runtime.stores.base import ActionStateStore
+from reference_runtime.stores.kafka_flink_format import partition_for
 from reference_runtime.stores.native import encode_call_result
 
 from .tansu import start_tansu
@@ -108,7 +108,7 @@ def end_offsets_total(store: Any) -> int:
 
 
 def part(key: str, partitions: int = 4) -> int:
-    return zlib.crc32(key.encode()) % partitions
+    return partition_for(key, partitions)
 
 
 # --- store protocol over Kafka ---------------------------------------------------------------------------

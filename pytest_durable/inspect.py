@@ -1,0 +1,292 @@
+"""``durable inspect URL``: print what a store holds, never writing to it (spec INS-1..INS-6).
+
+    durable inspect URL [--key KEY] [--json] [--namespace NS] [--timeout SECONDS]
+
+For each state (business key, sequence number, action): completed or not, the triggering event, every call
+record (index, function id, args digest, status, the decoded result or an exception summary), memory updates
+and output events. Result payloads are decoded with the restricted loader only (plain data and already
+imported exception classes; nothing from the store is imported or run). A record that cannot be decoded is
+shown with its location and the reason, never a traceback.
+
+Stores: ``sqlite:PATH`` (opened read-only), ``redis://HOST:PORT/DB`` (namespace ``--namespace``, default
+``durable``), ``kafka://HOST:PORT/TOPIC`` in either format (``?format=flink-agents``; replays the whole topic with
+a group-less consumer, creates nothing). ``memory:`` lives inside one process and cannot be inspected.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reference_runtime.codecs import CloudpickleCodec, JavaStyleCodec
+from reference_runtime.errors import CorruptRecordError, DurableError, Location, PayloadDecodeError
+from reference_runtime.events import Event
+from reference_runtime.records import ActionState, CallResult
+
+_PREVIEW = 200
+
+
+@dataclass
+class CallView:
+    index: int
+    function_id: str
+    args_digest: str
+    status: str
+    #: ``"legacy"`` when the record has no status (written before status existed).
+    status_written: str | None
+    result: str | None = None
+    exception: str | None = None
+    decode_error: str | None = None
+
+
+@dataclass
+class StateView:
+    key: str | None
+    seq: int | None
+    action: str | None
+    state_key: str
+    completed: bool | None = None
+    format: str | None = None
+    task_event: dict[str, Any] | None = None
+    calls: list[CallView] = field(default_factory=list)
+    short_term_memory: list[dict[str, Any]] = field(default_factory=list)
+    sensory_memory: list[dict[str, Any]] = field(default_factory=list)
+    output_events: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+
+
+class InspectError(DurableError):
+    """The store cannot be inspected (bad URL, missing file or topic, unreachable server)."""
+
+
+# -- decoding ---------------------------------------------------------------------------------------------
+
+
+def _preview(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _PREVIEW else text[:_PREVIEW - 1] + "…"
+
+
+def _decode_payload(data: bytes, exception: bool) -> Any:
+    """The restricted cloudpickle loader for Python payloads, JSON for Java ones; never trusted loading."""
+    if data[:1] == b"\x80" or data[:4] == b"DHM1":
+        codec: CloudpickleCodec | JavaStyleCodec = CloudpickleCodec()
+        if data[:4] == b"DHM1":
+            raise PayloadDecodeError("payload is HMAC-signed; its key is not available to inspect")
+    else:
+        codec = JavaStyleCodec()
+    return codec.decode_exception(data) if exception else codec.decode_result(data)
+
+
+def call_view(index: int, call: CallResult, location: Location) -> CallView:
+    view = CallView(index, call.function_id, call.args_digest, call.effective_status.value,
+                    "legacy" if call.status is None else call.status.value)
+    try:
+        if call.exception_payload is not None:
+            exc = _decode_payload(call.exception_payload, exception=True)
+            view.exception = f"{type(exc).__name__}: {exc}"
+        elif call.result_payload is not None:
+            view.result = _preview(_decode_payload(call.result_payload, exception=False))
+    except PayloadDecodeError as exc:
+        view.decode_error = f"{exc.reason} [{Location(location.key, location.seq, location.action, index)}]"
+    return view
+
+
+def _event(event: Event) -> dict[str, Any]:
+    return {"type": event.type, "id": None if event.id is None else str(event.id), "attributes": event.attributes}
+
+
+def _updates(updates: list[Any]) -> list[dict[str, Any]]:
+    out = []
+    for u in updates:
+        item: dict[str, Any] = {"path": u.path, "value": u.value}
+        if u.object_creation:
+            item["new_object"] = True
+        out.append(item)
+    return out
+
+
+def state_view(view: StateView, decode: Callable[[], ActionState]) -> StateView:
+    """Fill ``view`` from ``decode()``; a decode failure becomes ``view.error`` with its location."""
+    location = Location(view.key, view.seq, view.action)
+    try:
+        state = decode()
+    except CorruptRecordError as exc:
+        view.error = str(exc)
+        return view
+    view.completed = state.completed
+    view.task_event = None if state.task_event is None else _event(state.task_event)
+    view.calls = [call_view(i, c, location) for i, c in enumerate(state.call_results)]
+    view.short_term_memory = _updates(state.short_term_memory_updates)
+    view.sensory_memory = _updates(state.sensory_memory_updates)
+    view.output_events = [_event(e) for e in state.output_events]
+    return view
+
+
+# -- stores -----------------------------------------------------------------------------------------------
+
+
+def _sqlite(path: str) -> Iterator[StateView]:
+    from reference_runtime.stores.native import decode_call_result, decode_state
+
+    file = Path(path)
+    if not file.is_file():
+        raise InspectError(f"sqlite:{path}: no such file")
+    try:
+        conn = sqlite3.connect(f"{file.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise InspectError(f"sqlite:{path}: cannot open read-only: {exc}") from exc
+    try:
+        rows = conn.execute("SELECT state_key, business_key, seq, action, header FROM action_states").fetchall()
+        calls: dict[str, list[tuple[int, bytes]]] = {}
+        for sk, idx, body in conn.execute("SELECT state_key, idx, body FROM call_results ORDER BY state_key, idx"):
+            calls.setdefault(sk, []).append((idx, body))
+    except sqlite3.Error as exc:
+        raise InspectError(f"sqlite:{path}: not a pytest-durable store: {exc}") from exc
+    finally:
+        conn.close()
+    for sk, key, seq, action, header in rows:
+        loc = Location(key, seq, action)
+
+        def decode(header: bytes = header, sk: str = sk, loc: Location = loc) -> ActionState:
+            state = decode_state(header, loc)
+            for expected, (idx, body) in enumerate(calls.get(sk, [])):
+                if idx != expected:
+                    raise CorruptRecordError(f"call results have a gap before index {idx}",
+                                             Location(loc.key, loc.seq, loc.action, expected))
+                state.call_results.append(decode_call_result(body, Location(loc.key, loc.seq, loc.action, idx)))
+            return state
+
+        yield state_view(StateView(key, seq, action, sk, format="native"), decode)
+
+
+def _redis(url: str, namespace: str, timeout: float) -> Iterator[StateView]:
+    from reference_runtime.stores.native import decode_call_result, decode_state
+    from reference_runtime.stores.redis import RedisStore
+
+    store = RedisStore.from_url(url, timeout=timeout, namespace=namespace)
+    try:
+        prefix = f"{namespace}:state:"
+        for raw in sorted(store.client.scan_iter(match=f"{prefix}*")):
+            sk = raw.decode("utf-8", "replace")[len(prefix):]
+            fields = store.client.hgetall(raw)
+            bodies = store.client.lrange(f"{namespace}:calls:{sk}", 0, -1)
+            key = fields.get(b"key", b"").decode("utf-8", "replace")
+            seq_text = fields.get(b"seq", b"").decode("ascii", "replace")
+            action = fields.get(b"action", b"").decode("utf-8", "replace")
+            seq = int(seq_text) if seq_text.lstrip("-").isdigit() else None
+            loc = Location(key, seq, action)
+
+            def decode(header: bytes = fields.get(b"header", b""), bodies: list[bytes] = bodies,
+                       loc: Location = loc) -> ActionState:
+                state = decode_state(header, loc)
+                state.call_results = [decode_call_result(b, Location(loc.key, loc.seq, loc.action, i))
+                                      for i, b in enumerate(bodies)]
+                return state
+
+            yield state_view(StateView(key, seq, action, sk, format="native"), decode)
+    finally:
+        store.client.close()
+
+
+def _kafka(url: str, timeout: float) -> Iterator[StateView]:
+    from reference_runtime.stores.kafka import KafkaStore
+
+    store = KafkaStore.from_url(url, timeout=timeout, read_only=True)
+    try:
+        store.rebuild_state([])
+        for sk, key, seq, action, decode in store.inspect_states():
+            view = StateView(key, seq, action, sk)
+
+            def state(decode: Callable[[], tuple[ActionState, str]] = decode, view: StateView = view) -> ActionState:
+                decoded, view.format = decode()
+                return decoded
+
+            yield state_view(view, state)
+    finally:
+        store.close()
+
+
+def inspect_store(url: str, *, key: str | None = None, namespace: str = "durable",
+                  timeout: float = 10.0) -> list[StateView]:
+    """Every state ``url`` holds (only business key ``key``'s when given), sorted by key, seq and action."""
+    from reference_runtime.stores.urls import parse_store_url
+
+    parsed = parse_store_url(url)
+    if parsed.scheme == "memory":
+        raise InspectError("memory: lives inside the process that made it; inspect a sqlite:, redis:// or "
+                           "kafka:// store")
+    if parsed.scheme == "sqlite":
+        views = list(_sqlite(parsed.path))
+    elif parsed.scheme == "redis":
+        views = list(_redis(url, namespace, timeout))
+    else:
+        views = list(_kafka(url, timeout))
+    if key is not None:
+        views = [v for v in views if v.key == key]
+    return sorted(views, key=lambda v: (v.key is None, v.key or "", v.seq or 0, v.action or "", v.state_key))
+
+
+# -- output -----------------------------------------------------------------------------------------------
+
+
+def _compact(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=repr)
+    return text if len(text) <= _PREVIEW else text[:_PREVIEW - 1] + "…"
+
+
+def render(url: str, views: list[StateView]) -> str:
+    """The human table ``durable inspect`` prints."""
+    lines = [f"{url}: {len(views)} action state{'s' if len(views) != 1 else ''}"]
+    for v in views:
+        status = "ERROR" if v.error else ("completed" if v.completed else "in progress")
+        lines.append(f"key {v.key!r}  seq {v.seq}  action {v.action or '?'}  {status}  [{v.format or '?'}]")
+        lines.append(f"    state key  {v.state_key}")
+        if v.error:
+            lines.append(f"    unreadable: {v.error}")
+            continue
+        if v.task_event is not None:
+            lines.append(f"    event      {v.task_event['type']} {_compact(v.task_event['attributes'])}")
+        for c in v.calls:
+            legacy = " (no status written)" if c.status_written == "legacy" else ""
+            outcome = (f"undecodable: {c.decode_error}" if c.decode_error else
+                       f"raised {c.exception}" if c.exception is not None else
+                       f"-> {c.result}" if c.result is not None else "")
+            lines.append(f"    call {c.index:<5} {c.function_id}  {c.args_digest}  {c.status}{legacy}  {outcome}"
+                         .rstrip())
+        for name, updates in (("memory", v.short_term_memory), ("sensory", v.sensory_memory)):
+            for u in updates:
+                what = "new object" if u.get("new_object") else _compact(u["value"])
+                lines.append(f"    {name:<10} {u['path']} = {what}")
+        for e in v.output_events:
+            lines.append(f"    output     {e['type']} {_compact(e['attributes'])}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="durable inspect",
+                                     description="print what a store holds (read-only)")
+    parser.add_argument("url", metavar="URL", help="sqlite:PATH, redis://HOST:PORT/DB, kafka://HOST:PORT/TOPIC"
+                                                   "[?format=flink-agents]")
+    parser.add_argument("--key", metavar="KEY", help="only the states of this business key")
+    parser.add_argument("--json", action="store_true", help="print JSON (a list of states) instead of a table")
+    parser.add_argument("--namespace", default="durable", metavar="NS", help="Redis key namespace (default durable)")
+    parser.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+                        help="give up on an unreachable server after this long (default 10)")
+    args = parser.parse_args(argv)
+    try:
+        views = inspect_store(args.url, key=args.key, namespace=args.namespace, timeout=args.timeout)
+    except DurableError as exc:
+        print(f"durable inspect: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps([asdict(v) for v in views], ensure_ascii=False, indent=1, default=repr))
+    else:
+        print(render(args.url, views))
+    return 1 if any(v.error or any(c.decode_error for c in v.calls) for v in views) else 0

@@ -1,0 +1,215 @@
+"""The Flink Agents wire format of the Kafka store (``kafka://HOST:PORT/TOPIC?format=flink-agents``).
+
+Pure encoding, no client I/O (that lives in :mod:`.kafka` and :mod:`.kafka_flink`). A record is what Flink
+Agents' ``KafkaActionStateStore`` writes (spec WIRE-1..WIRE-6):
+
+* record key: the state key string (``{key}_{seq}_{event uuid}_{action uuid}`` under the default key scheme);
+* record value: the ``ActionStateSerde`` JSON of the whole state, exactly as the Java writer produces it in
+  the current release format (call results carry ``status``); a tombstone (no value) deletes the state;
+* partition: ``murmurHash(first.hashCode()) % partitions`` where ``first`` is the state key up to its first
+  ``_``, i.e. the business key up to its first ``_`` (Java ``String.hashCode`` and Flink's
+  ``MathUtils.murmurHash``);
+* record headers ``key``, ``seq``, ``action`` name the state's location. Flink Agents writes no headers and
+  its reader ignores them; a record without them (one a Flink Agents job wrote) is located by parsing its
+  key from the right, which also works for business keys that contain ``_``.
+
+Reading accepts every format the real engine has written (WIRE-4): the current one, status-less call
+results of 0.3.0-era records (effective status FAILED iff an exception payload is present, never PENDING)
+and 0.2.0 records (``PythonEvent`` events, plain JSON memory values), which are recognised by markers only
+0.2.0 writes and read with :func:`~reference_runtime.serde.legacy.read_legacy_020`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from ..errors import Location, StoreError, WireFormatError
+from ..records import ActionState, CallResult, StateRef
+from ..serde.actionstate import (
+    JavaActionState,
+    JavaCallResult,
+    from_runtime,
+    read_action_state,
+    serialize,
+    to_runtime,
+    write_action_state,
+)
+from ..serde.jackson import loads
+from ..serde.legacy import PYTHON_EVENT, read_legacy_020
+from ..state_keys import java_string_hash
+
+NATIVE = "native"
+FLINK_AGENTS = "flink-agents"
+FORMATS = (NATIVE, FLINK_AGENTS)
+Era = Literal["current", "0.3.0", "0.2.0"]
+
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_STATE_KEY = re.compile(rf"^(?P<key>.*)_(?P<seq>-?\d+)_(?P<event>{_UUID})_(?P<action>{_UUID})$", re.DOTALL)
+_MASK = 0xFFFFFFFF
+
+
+def _int32(n: int) -> int:
+    n &= _MASK
+    return n - (1 << 32) if n & 0x80000000 else n
+
+
+def _rotl(n: int, r: int) -> int:
+    n &= _MASK
+    return ((n << r) | (n >> (32 - r))) & _MASK
+
+
+def murmur_hash(code: int) -> int:
+    """Flink's ``MathUtils.murmurHash(int)``: a non-negative 32-bit hash of ``code``."""
+    h = (code * 0xCC9E2D51) & _MASK
+    h = _rotl(h, 15)
+    h = (h * 0x1B873593) & _MASK
+    h = _rotl(h, 13)
+    h = (h * 5 + 0xE6546B64) & _MASK
+    h ^= 4
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & _MASK
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & _MASK
+    h ^= h >> 16
+    signed = _int32(h)
+    if signed >= 0:
+        return signed
+    return -signed if signed != -(1 << 31) else 0
+
+
+def partition_for(business_key: str, partitions: int) -> int:
+    """The partition Flink Agents' ``ActionStateKeyPartitioner`` picks for a state of ``business_key``.
+
+    Java hashes the state key's first ``_``-separated part, which is the business key up to its first
+    ``_``. Java refuses an empty first part (an empty business key); here it hashes the empty string.
+    """
+    first = business_key.split("_", 1)[0]
+    return murmur_hash(java_string_hash(first)) % partitions
+
+
+def parse_state_key(state_key: str) -> tuple[str, int] | None:
+    """(business key, seq) of a Java-scheme state key, parsed from the right; None if it is not one."""
+    m = _STATE_KEY.match(state_key)
+    if m is None:
+        return None
+    return m.group("key"), int(m.group("seq"))
+
+
+def location_headers(ref: StateRef) -> list[tuple[str, bytes]]:
+    return [("key", ref.key.encode("utf-8")), ("seq", str(ref.seq).encode("ascii")),
+            ("action", ref.action.name.encode("utf-8"))]
+
+
+def locate(state_key: str, headers: Sequence[tuple[str, Any]] | None) -> tuple[str | None, int | None, str | None]:
+    """(business key, seq, action name) of a record: from its headers, else parsed from its key (a record
+    a Flink Agents job wrote names no action, only the action's UUID inside the key)."""
+    found: dict[str, str] = {}
+    for name, raw in headers or []:
+        if name in ("key", "seq", "action") and isinstance(raw, bytes | bytearray):
+            found[name] = bytes(raw).decode("utf-8", "replace")
+    seq_text = found.get("seq", "")
+    if "key" in found and seq_text.lstrip("-").isdigit():
+        return found["key"], int(seq_text), found.get("action")
+    parsed = parse_state_key(state_key)
+    if parsed is None:
+        return None, None, found.get("action")
+    return parsed[0], parsed[1], found.get("action")
+
+
+def encode_value(state: ActionState) -> bytes:
+    """The record value: ``ActionStateSerde`` bytes of the whole state."""
+    return serialize(state)
+
+
+def _events(raw: dict[str, Any]) -> list[Any]:
+    out = [raw.get("taskEvent")]
+    outputs = raw.get("outputEvents")
+    if isinstance(outputs, list):
+        out += outputs
+    return [e for e in out if isinstance(e, dict)]
+
+
+def _memory_values(raw: dict[str, Any]) -> list[Any]:
+    values = []
+    for name in ("sensoryMemoryUpdates", "shortTermMemoryUpdates"):
+        updates = raw.get(name)
+        if isinstance(updates, list):
+            values += [u.get("value") for u in updates if isinstance(u, dict)]
+    return values
+
+
+def era_of(raw: Any) -> Era:
+    """``"0.2.0"`` when a parsed record carries something only 0.2.0 wrote: a ``PythonEvent``, an event's
+    ``sourceTimestamp``, or a memory value that is not a Kryo envelope; ``"0.3.0"`` when a call result has
+    no ``status`` (written before status existed); else ``"current"``."""
+    if not isinstance(raw, dict):
+        return "current"
+    for event in _events(raw):
+        if event.get("@class") == PYTHON_EVENT or "sourceTimestamp" in event:
+            return "0.2.0"
+    for value in _memory_values(raw):
+        if value is not None and not (isinstance(value, dict) and "serde" in value):
+            return "0.2.0"
+    calls = raw.get("callResults")
+    if isinstance(calls, list) and any(isinstance(c, dict) and c.get("status") is None for c in calls):
+        return "0.3.0"
+    return "current"
+
+
+def _parse(value: bytes, location: Location | None) -> Any:
+    try:
+        return loads(value)
+    except WireFormatError as exc:
+        raise WireFormatError(exc.reason.rsplit(" at ", 1)[0], path=exc.path, offset=exc.offset,
+                              location=location) from None
+
+
+def decode_value(value: bytes, location: Location | None = None) -> tuple[ActionState, Era]:
+    """A record value as a runtime state, and the format era it was written in; a record that is neither
+    format raises :class:`~reference_runtime.errors.WireFormatError` with its JSON path and ``location``."""
+    era = era_of(_parse(value, location))
+    if era == "0.2.0":
+        return read_legacy_020(value, location=location), era
+    java = read_action_state(value, location=location)
+    if java is None:
+        raise WireFormatError("record value is JSON null, not an action state", location=location)
+    return to_runtime(java), era
+
+
+def java_model(value: bytes, location: Location | None = None) -> JavaActionState:
+    """The Java object model of a stored value, so a rewrite keeps the untouched fields byte for byte (a
+    0.2.0 record is upgraded to the current format)."""
+    state, era = decode_value(value, location)
+    if era == "0.2.0":
+        return from_runtime(state)
+    java = read_action_state(value, location=location)
+    assert java is not None  # decode_value refused null
+    return java
+
+
+def _java_call(c: CallResult) -> JavaCallResult:
+    return JavaCallResult(c.function_id, c.args_digest, c.result_payload, c.exception_payload,
+                          None if c.status is None else c.status.value)
+
+
+def set_call_results(java: JavaActionState, index: int, results: Sequence[CallResult],
+                     location: Location | None = None) -> bytes:
+    """Write ``results`` into call slots ``index…`` of ``java`` (in place) and return the new value. An
+    index past the end (a gap) is a :class:`StoreError` and changes nothing."""
+    calls = java.call_results if java.call_results is not None else []
+    if index < 0 or index > len(calls):
+        raise StoreError(f"call index {index} leaves a gap after {len(calls)} records [{location}]")
+    calls[index:index + len(results)] = [_java_call(c) for c in results]
+    java.call_results = calls
+    return write_action_state(java)
+
+
+def truncate_call_results(java: JavaActionState, index: int) -> bytes | None:
+    """Drop call results from ``index`` on (in place) and return the new value; None if nothing dropped."""
+    calls = java.call_results or []
+    if index >= len(calls):
+        return None
+    java.call_results = calls[:max(0, index)]
+    return write_action_state(java)
