@@ -61,12 +61,14 @@ def stores(tmp: Path) -> Iterator[list[tuple[str, Callable[[], Any] | None, str]
             url = redis[0]
             out.append(("redis", lambda: RedisStore.from_url(url, namespace=uuid.uuid4().hex), ""))
         if kafka is None:
-            out.append(("kafka", None, "Tansu broker not installed"))
+            out.append(("kafka (both formats)", None, "Tansu broker not installed"))
         else:
             from reference_runtime.stores.kafka import KafkaStore
 
             bootstrap = kafka[0]
             out.append(("kafka", lambda: KafkaStore(bootstrap, f"bench-{uuid.uuid4().hex}", partitions=1), ""))
+            out.append(("kafka (flink-agents format)", lambda: KafkaStore(
+                bootstrap, f"bench-{uuid.uuid4().hex}", partitions=1, format="flink-agents"), ""))
         yield out
     finally:
         for server in (redis, kafka):

@@ -103,6 +103,7 @@ from ..records import ActionState, CallResult, StateRef
 from .base import RecoveryMarker
 from .kafka_flink_format import FLINK_AGENTS, FORMATS, NATIVE, partition_for
 from .kafka_native_format import c_key, decode_frame, encode_frame, s_key, t_key
+from .keyindex import KeyIndex
 from .native import decode_call_result, decode_state, encode_call_result, encode_state
 
 #: ``(state key, business key, seq, action, decode)``; see :meth:`KafkaStore.inspect_states`.
@@ -247,6 +248,7 @@ class KafkaStore:
         self.records_written = 0
         self._lock = threading.RLock()
         self._entries: dict[str, _Entry] = {}
+        self._by_key = KeyIndex()
         #: state key -> every non-tombstoned Kafka key of that state in the log -> partition.
         self._log_keys: dict[str, dict[str, int]] = {}
         self._last_error: str | None = None
@@ -405,6 +407,7 @@ class KafkaStore:
         with self._lock:
             self._send([(s_key(ref.state_key), frame, part, headers)])
             self._entries[ref.state_key] = _Entry(ref.key, ref.seq, ref.action.name, header, calls)
+            self._by_key.add(ref.key, ref.state_key)
             self._note(ref.state_key, s_key(ref.state_key), part)
 
     def _live(self, ref: StateRef, index: int) -> _Entry:
@@ -452,7 +455,9 @@ class KafkaStore:
                 (heads if kkey.startswith("S|") else tails).append((kkey, None, part, None))
         self._send(heads)
         for sk in state_keys:
-            self._entries.pop(sk, None)
+            gone = self._entries.pop(sk, None)
+            if gone is not None:
+                self._by_key.discard(gone.key, sk)
             log_keys = self._log_keys.get(sk, {})
             log_keys.pop(s_key(sk), None)
         if tails:
@@ -464,8 +469,7 @@ class KafkaStore:
         with self._lock:
             entry = self._entries.get(ref.state_key)
             if entry is None:
-                self._delete([sk for sk, e in self._entries.items()
-                              if (seq := e.seq_of(ref.key)) is not None and seq > ref.seq])
+                self._delete(self._of_key(ref.key, lambda seq: seq > ref.seq))
                 return None
             _refuse_corrupt(entry, ref)
             header, calls = entry.header, list(entry.calls)
@@ -475,8 +479,17 @@ class KafkaStore:
 
     def prune_state(self, key: str, seq: int) -> None:
         with self._lock:
-            self._delete([sk for sk, e in self._entries.items()
-                          if (found := e.seq_of(key)) is not None and found <= seq])
+            self._delete(self._of_key(key, lambda found: found <= seq))
+
+    def _of_key(self, key: str, wanted: Callable[[int], bool]) -> list[str]:
+        """The state keys of business key ``key`` whose seq is ``wanted`` (COST-3: no scan of other keys)."""
+        out = []
+        for sk in self._by_key.states_of(key):
+            entry = self._entries.get(sk)
+            seq = entry.seq_of(key) if entry is not None else None
+            if seq is not None and wanted(seq):
+                out.append(sk)
+        return out
 
     # -- recovery --------------------------------------------------------------------------------------
 
@@ -631,6 +644,7 @@ class KafkaStore:
                     problem = (f"call results have a gap at index {len(calls)}", len(calls))
                 entries[sk] = _Entry(st.key, st.seq, st.action, st.header, calls, problem)
             self._entries = entries
+            self._by_key = KeyIndex.of((e.key, sk) for sk, e in entries.items())
             self._log_keys = log_keys
             self._ends = ends
             # Finish deletions a crash interrupted: delta keys whose state has no live S record.

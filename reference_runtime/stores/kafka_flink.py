@@ -53,6 +53,7 @@ from .kafka_flink_format import (
     set_call_results,
     truncate_call_results,
 )
+from .keyindex import KeyIndex
 
 
 @dataclass
@@ -80,6 +81,7 @@ class FlinkAgentsKafkaStore(KafkaStore):
         super().__init__(bootstrap, topic, partitions=partitions, timeout=timeout, format=FLINK_AGENTS,
                          read_only=read_only)
         self._states: dict[str, StoredState] = {}
+        self._index = KeyIndex()
 
     # -- writes ----------------------------------------------------------------------------------------
 
@@ -87,6 +89,7 @@ class FlinkAgentsKafkaStore(KafkaStore):
         part = partition_for(ref.key, self._npart)
         self._send([(ref.state_key, value, part, location_headers(ref))])
         self._states[ref.state_key] = StoredState(ref.key, ref.seq, ref.action.name, value, part, java=java)
+        self._index.add(ref.key, ref.state_key)
 
     def _model(self, stored: StoredState, ref: StateRef, index: int) -> JavaActionState:
         """A private copy of the stored state's Java model to change (the cached one stays as stored until
@@ -124,12 +127,20 @@ class FlinkAgentsKafkaStore(KafkaStore):
             return
         self._send([(sk, None, self._states[sk].partition, None) for sk in state_keys])
         for sk in state_keys:
-            del self._states[sk]
+            self._index.discard(self._states.pop(sk).key, sk)
 
     def prune_state(self, key: str, seq: int) -> None:
         with self._lock:
-            self._tombstone([sk for sk, s in self._states.items() if s.key == key and s.seq is not None
-                             and s.seq <= seq])
+            self._tombstone(self._of_key(key, lambda found: found <= seq))
+
+    def _of_key(self, key: str, wanted: Callable[[int], bool]) -> list[str]:
+        """The state keys of business key ``key`` whose seq is ``wanted`` (COST-3: no scan of other keys)."""
+        out = []
+        for sk in self._index.states_of(key):
+            stored = self._states.get(sk)
+            if stored is not None and stored.key == key and stored.seq is not None and wanted(stored.seq):
+                out.append(sk)
+        return out
 
     # -- reads -----------------------------------------------------------------------------------------
 
@@ -137,8 +148,7 @@ class FlinkAgentsKafkaStore(KafkaStore):
         with self._lock:
             stored = self._states.get(ref.state_key)
             if stored is None:
-                self._tombstone([sk for sk, s in self._states.items() if s.key == ref.key and s.seq is not None
-                                 and s.seq > ref.seq])
+                self._tombstone(self._of_key(ref.key, lambda seq: seq > ref.seq))
                 return None
             value = stored.value
         state, _era = decode_value(value, _loc(ref))
@@ -192,10 +202,12 @@ class FlinkAgentsKafkaStore(KafkaStore):
                 raise StoreError(f"Kafka store {self.url}: recovery marker offsets {lost} are past the end of "
                                  f"the log {ends}; the topic lost records (deleted or recreated?)")
             for state_key, stored in found.items():
-                if stored is None:
-                    self._states.pop(state_key, None)
-                else:
+                old = self._states.pop(state_key, None)
+                if old is not None:
+                    self._index.discard(old.key, state_key)
+                if stored is not None:
                     self._states[state_key] = stored
+                    self._index.add(stored.key, state_key)
             self._ends.update(ends)
 
     def __len__(self) -> int:

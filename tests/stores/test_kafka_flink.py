@@ -491,3 +491,33 @@ def test_durable_call_payloads_are_enveloped_as_the_python_runtime_does(tansu: s
     assert calls[1]["resultPayload"] is None
     replayed = CloudpickleCodec().decode_exception(base64.b64decode(calls[1]["exceptionPayload"]))
     assert isinstance(replayed, ValueError) and str(replayed) == "refused 5"
+
+
+class _NoScan(dict):  # type: ignore[type-arg]
+    def items(self) -> Any:
+        raise AssertionError("the store scanned every state")
+
+    values = keys = __iter__ = items
+
+
+@pytest.mark.parametrize("fmt", ["native", FA])
+def test_misses_and_prunes_look_at_one_business_key(tansu: str, fmt: str) -> None:
+    """COST-3: a miss (STORE-3) and a prune (STORE-4) touch only the business key's own states, in both
+    Kafka formats, so they cost the same with 10 or 10 000 other keys in the store."""
+    s = KafkaStore(tansu, _topic(), format=fmt)
+    action = ActionRef("work", "m", "M.work", ("_input_event",))
+
+    def sref(key: str, seq: int) -> StateRef:
+        return StateRef(key, seq, action, InputEvent(seq), f"{key}_{seq}_work", 0)
+
+    for i in range(5):
+        s.put(sref(f"other{i}", 0), ActionState(task_event=InputEvent(0)))
+    for seq in range(3):
+        s.put(sref("mine", seq), ActionState(task_event=InputEvent(seq)))
+    attr = "_states" if fmt == FA else "_entries"
+    setattr(s, attr, _NoScan(getattr(s, attr)))
+    assert s.get(sref("mine", 0)) is not None  # a hit
+    assert s.get(sref("absent", 0)) is None  # a miss of another key
+    s.prune_state("mine", 0)
+    assert s.get(sref("mine", 1)) is not None and len(dict.items(getattr(s, attr))) == 7
+    s.close()
