@@ -154,8 +154,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def durable_point(request: pytest.FixtureRequest) -> CrashAt | None:
     """The crash point of the current ``durable_sweep`` parametrization (None: the crash-free run or no
     sweep)."""
-    point: CrashAt | None = getattr(request, "param", None)
-    return point
+    point: Any = getattr(request, "param", None)
+    if point is None:
+        return None
+    from .sweep import LearningFailed
+
+    if isinstance(point, LearningFailed):
+        pytest.fail(point.message, pytrace=False)
+    crash: CrashAt = point
+    return crash
 
 
 # -- fixtures ---------------------------------------------------------------------------------------------

@@ -142,11 +142,20 @@ def sweep(agent: type[Agent], inputs: Sequence[tuple[str, Any]], store: StoreFac
     return outcomes
 
 
+@dataclass(frozen=True)
+class LearningFailed:
+    """The parameter of a ``durable_sweep`` test whose agent failed while its fault points were learnt."""
+
+    message: str
+
+
 def sweep_params(args: Sequence[Any], kwargs: dict[str, Any], where: str) -> tuple[list[Any], list[str]]:
     """Parameters and ids for a ``durable_sweep(agent, inputs, **options)`` marker: the crash-free run
     (``crash=none``) then one selector per fault point it reaches (``crash=call3:after-effect``; narrowed
-    with ``?key=…&seq=…`` only where the short label is ambiguous). Learned on the memory store, at
-    collection, in a canonical order so that every xdist worker collects the same ids."""
+    with ``?key=…&seq=…`` only where the short label is ambiguous). Learned on the memory store and a
+    virtual clock, at collection, in a canonical order so that every xdist worker collects the same ids.
+    If the agent fails, the one parameter is a :class:`LearningFailed` that fails its test with the reason."""
+    from reference_runtime.clock import VirtualClock
     from reference_runtime.stores.memory import InMemoryStore
 
     from .scenario import format_crash
@@ -155,10 +164,13 @@ def sweep_params(args: Sequence[Any], kwargs: dict[str, Any], where: str) -> tup
         raise TypeError(f"{where}: use @pytest.mark.durable_sweep(AgentClass, inputs, **runner_options)")
     agent, inputs = args[0], [(str(k), v) for k, v in args[1]]
     try:
-        _, points = learn(agent, inputs, InMemoryStore, None, **kwargs)
+        # On a virtual clock: retry backoff and batch deadlines must not make collection wait (PLG-11).
+        _, points = learn(agent, inputs, InMemoryStore, None, **{**kwargs, "clock": VirtualClock()})
     except Exception as exc:
-        raise RuntimeError(f"{where}: the crash-free run of {agent.__qualname__} failed while learning its "
-                           f"fault points: {exc!r}") from exc
+        # One test that errors with the reason, rather than a traceback that stops the session (PLG-12).
+        return [LearningFailed(f"{where}: the crash-free run of {agent.__qualname__} on the marker's inputs failed "
+                               f"while its fault points were learnt, so no crash test can run: "
+                               f"{type(exc).__name__}: {exc}")], ["crash=none"]
     order = list(Phase)
     # Per input: its calls in order, then its action phases; run-level points (checkpoints) last.
     unique = sorted(points_to_crash(points), key=lambda p: (p.key is None, p.key or "", p.seq or 0, p.action or "",
