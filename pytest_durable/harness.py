@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reference_runtime import ActionState, Agent, CallResult, CrashAt, FaultInjector, FaultPoint, Runner, RunResult
+from reference_runtime.clock import let_time_pass
 from reference_runtime.records import StateRef
 from reference_runtime.stores.base import ActionStateStore
 from reference_runtime.stores.forwarding import ForwardingStore
@@ -143,7 +144,9 @@ class DurableHarness:
         store = RecordingStore(self._store_factory())
         if self._ledger is not None:
             self._ledger.new_run("the run")
-        result = Runner(agent, store, injector=injector, **self._options(options)).run(inputs)
+        options = self._options(options)
+        let_time_pass(options.get("clock"))  # e.g. the runs assert_deterministic compares (PLG-13)
+        result = Runner(agent, store, injector=injector, **options).run(inputs)
         if injector.pending:
             raise AssertionError(f"crash point(s) never reached: {[_selector_text(c) for c in injector.plan]}; "
                                  f"reached: {sorted({p.label() for p in injector.trace})}")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from reference_runtime import Agent, CallId, FaultInjector, FaultPoint, Phase, Runner, RunResult
+from reference_runtime.clock import let_time_pass
 from reference_runtime.stores.base import ActionStateStore
 
 from .scenario import Scenario, selector_for
@@ -57,6 +58,7 @@ def learn(agent: type[Agent], inputs: Sequence[tuple[str, Any]], store: StoreFac
     """The crash-free result and the fault points it reached, in order."""
     if ledger is not None:
         ledger.new_run("the crash-free run", baseline=True)
+    let_time_pass(options.get("clock"))  # runs compared with each other never share an instant (PLG-13)
     injector = FaultInjector()
     result = Runner(agent, store(), injector=injector, **options).run(inputs)
     return result, list(injector.trace)
@@ -68,6 +70,7 @@ def run_scenario(agent: type[Agent], inputs: Sequence[tuple[str, Any]], store: S
     """Run with ``scenario``'s crashes, recovering after each."""
     if ledger is not None:
         ledger.new_run(f"the run crashing at {scenario.describe()}")
+    let_time_pass(options.get("clock"))
     extra = scenario.runner_options()
     merged = {**options, **extra}
     if "config" in extra:

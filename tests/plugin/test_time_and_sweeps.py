@@ -108,3 +108,98 @@ def test_plain():
         "test_user.py::test_refund: the crash-free run of Broken on the marker's inputs failed while "
         "its fault points were learnt, so no crash test can run: ActionFailedError: *KeyError*no such customer*"])
     assert "Traceback" not in result.stdout.str()
+
+
+# -- time leaking into durable calls (PLG-13, PLG-14) ---------------------------------------------------------
+
+from collections.abc import Callable, Iterator  # noqa: E402
+from typing import Any  # noqa: E402
+
+from pytest_durable.harness import DurableHarness, DurableInvariantError  # noqa: E402
+from pytest_durable.journal import JournalMismatch  # noqa: E402
+from reference_runtime import (  # noqa: E402
+    Agent,
+    Event,
+    InputEvent,
+    NondeterminismError,
+    OutputEvent,
+    RunnerContext,
+    action,
+)
+from reference_runtime.stores.memory import InMemoryStore  # noqa: E402
+
+
+def charge(order: str, at: float) -> str:
+    return f"charged {order}"
+
+
+class Timestamped(Agent):
+    """Passes time.time() into a durable call: recovery at a later instant digests the call differently."""
+
+    @action(InputEvent)
+    @staticmethod
+    def handle(event: Event, ctx: RunnerContext) -> None:
+        import time
+
+        receipt = ctx.durable_execute(charge, event.attributes["input"], time.time())
+        ctx.send_event(OutputEvent(ctx.durable_execute(str.upper, receipt)))
+
+
+INPUTS = [("order-1", "a")]
+
+
+def harness(**kw: Any) -> DurableHarness:
+    return DurableHarness(InMemoryStore, "memory:", seed=1, **kw)
+
+
+@pytest.fixture
+def frozen() -> Iterator[DurableHarness]:
+    from freezegun import freeze_time
+
+    from pytest_durable.clock import FrozenClock
+
+    with freeze_time("2026-01-01") as f:
+        h = harness()
+        h.clock = FrozenClock(f)
+        yield h
+
+
+CHECKS: dict[str, Callable[[DurableHarness], Any]] = {
+    "sweep": lambda h: h.sweep(Timestamped, INPUTS),
+    "explore": lambda h: h.explore(Timestamped, INPUTS, max_examples=1),
+    "assert_deterministic": lambda h: h.assert_deterministic(Timestamped, INPUTS),
+    "strict crash": lambda h: h.crash(Timestamped, INPUTS, "call0:after-record", mismatch="strict"),
+}
+MESSAGES = {"sweep": "REC-3: call order-1/0/handle/0 had a persisted record but executed again",
+            "explore": "REC-3: call order-1/0/handle/0 had a persisted record but executed again",
+            "assert_deterministic": "Timestamped is nondeterministic: run 2 differs from run 1",
+            "strict crash": "non-deterministic durable call: recorded .*charge .* at call index 0"}
+ERRORS: dict[str, type[Exception]] = {"sweep": DurableInvariantError, "explore": DurableInvariantError,
+                                      "assert_deterministic": JournalMismatch, "strict crash": NondeterminismError}
+
+
+@pytest.mark.parametrize("check", CHECKS)
+def test_the_virtual_clock_moves_across_failovers_and_between_runs(frozen: DurableHarness, check: str) -> None:
+    """PLG-13: under durable_clock an agent passing the time into a durable call fails every check with the
+    nondeterminism message, because recovery and each compared run happen a restart later."""
+    with pytest.raises(ERRORS[check], match=MESSAGES[check]):
+        CHECKS[check](frozen)
+
+
+@pytest.fixture
+def coarse_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """time.time() with the 15.6 ms resolution of some platforms' clocks."""
+    import math
+    import time
+
+    real = time.time
+    monkeypatch.setattr(time, "time", lambda: math.floor(real() / 0.015625) * 0.015625)
+
+
+@pytest.mark.parametrize("check", CHECKS)
+def test_time_leaks_are_caught_on_a_coarse_real_clock(coarse_clock: None, check: str) -> None:
+    """PLG-14: on a real clock with 15.6 ms ticks, crash and recovery (and two compared runs) never fall in
+    one tick, so the time dependence is caught every time, not by luck."""
+    for _ in range(3):
+        with pytest.raises(ERRORS[check], match=MESSAGES[check]):
+            CHECKS[check](harness())

@@ -21,7 +21,7 @@ from reference_runtime import (
     action,
     current_call,
 )
-from reference_runtime.clock import VirtualClock
+from reference_runtime.clock import RESTART_SECONDS, VirtualClock
 from reference_runtime.retry import Backoff, RetryPolicy
 from reference_runtime.stores.memory import InMemoryStore
 
@@ -97,7 +97,8 @@ def test_only_the_final_outcome_is_recorded_and_replay_neither_retries_nor_sleep
     assert result.failovers == 1
     assert result.outputs == {"k": [42]}
     assert ATTEMPTS == [1, 2, 3], "the recorded success is replayed, not retried"
-    assert clock.now() == pytest.approx(3.0)
+    assert clock.sleeps == [1.0, 2.0], "the replay does not sleep"
+    assert clock.now() == pytest.approx(3.0 + RESTART_SECONDS), "only the failover moved the clock (PLG-13)"
     assert [e.source for e in result.journal] == ["executed", "replayed"]
 
 
