@@ -149,7 +149,7 @@ INPUTS = [("order-1", "a")]
 
 
 def harness(**kw: Any) -> DurableHarness:
-    return DurableHarness(InMemoryStore, "memory:", seed=1, **kw)
+    return DurableHarness(InMemoryStore, "memory:", **{"seed": 1, **kw})
 
 
 @pytest.fixture
@@ -203,3 +203,115 @@ def test_time_leaks_are_caught_on_a_coarse_real_clock(coarse_clock: None, check:
     for _ in range(3):
         with pytest.raises(ERRORS[check], match=MESSAGES[check]):
             CHECKS[check](harness())
+
+
+# -- explore(): schedules that fire, small budgets (PLG-15) -----------------------------------------------------
+
+from pytest_durable import harness as harness_module  # noqa: E402
+from pytest_durable.ledger import Ledger  # noqa: E402
+from pytest_durable.scenario import Scenario  # noqa: E402
+from pytest_durable.strategies import fireable, reachable_scenarios  # noqa: E402
+from pytest_durable.sweep import learn  # noqa: E402
+from reference_runtime import Phase  # noqa: E402
+
+BOOKS = Ledger()
+
+
+def lookup(order: str) -> str:
+    return f"customer of {order}"
+
+
+def pay(order: str) -> str:
+    return f"paid {order}"
+
+
+PAY = BOOKS.wrap(pay, "pay")  # the payment service does not deduplicate: a re-run pays twice
+
+
+class Charger(Agent):
+    """Pays through a non-idempotent call without a reconciler: only a crash after the payment's effect and
+    before its record shows the double payment."""
+
+    @action(InputEvent)
+    @staticmethod
+    def handle(event: Event, ctx: RunnerContext) -> None:
+        who = ctx.durable_execute(lookup, event.attributes["input"])
+        ctx.send_event(OutputEvent(ctx.durable_execute(PAY, who)))
+
+
+@pytest.fixture
+def books() -> Ledger:
+    BOOKS.__init__()  # type: ignore[misc]
+    return BOOKS
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+@pytest.mark.parametrize("budget", [1, 2, 3])
+def test_small_budgets_cover_the_points_where_bugs_show(books: Ledger, seed: int, budget: int) -> None:
+    """PLG-15: whatever the seed, one schedule catches time leaking into a call and three catch a double
+    payment (the most revealing points come first, not the minimal example at call0:before-call)."""
+    with pytest.raises(DurableInvariantError, match="REC-3"):
+        harness(seed=seed).explore(Timestamped, INPUTS, max_examples=budget)
+    if budget == 3:
+        h = harness(seed=seed)
+        h._ledger = books
+        with pytest.raises(DurableInvariantError, match=r"PLG-3: effect pay for order-1/0/handle/1 duplicated"):
+            h.explore(Charger, [("order-1", "a"), ("order-2", "b")], max_examples=budget)
+
+
+def test_every_explored_schedule_fires_and_only_those_are_reported(books: Ledger,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """PLG-15: explore generates only schedules whose crashes all fire, several of them multi-crash, and counts
+    the schedules that fired."""
+    runs: list[tuple[int, int]] = []
+    real_check = harness_module.check
+
+    def spy(scenario: Scenario, *args: Any, **kwargs: Any) -> Any:
+        outcome = real_check(scenario, *args, **kwargs)
+        runs.append((len(scenario.schedule), len(outcome.fired)))
+        return outcome
+
+    monkeypatch.setattr(harness_module, "check", spy)
+    h = harness(seed=5)
+    assert h.explore(Pair, [("k", "a"), ("j", "b")], max_crashes=3, max_examples=40) == 40
+    assert len(runs) == 40
+    assert all(scheduled == fired for scheduled, fired in runs), runs
+    assert sum(1 for scheduled, _ in runs if scheduled >= 2) >= 5
+
+
+class Pair(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def handle(event: Event, ctx: RunnerContext) -> None:
+        first = ctx.durable_execute(lookup, event.attributes["input"])
+        ctx.send_event(OutputEvent(ctx.durable_execute(pay, first)))
+
+
+def test_fireable_orders_the_first_input_by_revealing_phase_and_limits_nth() -> None:
+    """PLG-15: nth only up to the times a point is reached; before-complete and after-effect lead."""
+    _, points = learn(Pair, [("k", "a"), ("j", "b")], InMemoryStore)
+    order = fireable(points, max_nth=2)
+    assert [c.phase for c in order[:3]] == [Phase.BEFORE_COMPLETE, Phase.AFTER_EFFECT, Phase.AFTER_EFFECT]
+    assert {c.key for c in order[:8]} == {"k"} and all(c.nth == 1 for c in order)
+    assert order[-1].phase is Phase.CHECKPOINT
+
+
+def test_reachable_scenarios_draw_from_what_recovery_reaches() -> None:
+    """PLG-15: a strategy fed with the points after each crash yields only schedules that fire."""
+    from hypothesis import given, settings
+
+    h = harness()
+    calls: list[Scenario] = []
+
+    def trace_after(scenario: Scenario) -> Any:
+        calls.append(scenario)
+        return h._trace_after(Pair, [("k", "a")], scenario, {})
+
+    @settings(max_examples=15, deadline=None, database=None)
+    @given(reachable_scenarios(trace_after, min_crashes=2, max_crashes=3))
+    def fires(scenario: Scenario) -> None:
+        outcome = h.check_scenario(Pair, [("k", "a")], scenario)
+        assert len(outcome.fired) == len(scenario.schedule) >= 2
+
+    fires()
+    assert calls
