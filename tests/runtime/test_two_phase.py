@@ -235,3 +235,32 @@ def test_a_failing_abort_keeps_the_commit_failure_raised() -> None:
     assert out.startswith("failed: participant refused; abort_error=ValueError('abort lost the connection')")
     assert "also failed: ValueError: abort lost the connection (TPC-8)" in out
     assert CALLS["abort"] == 1
+
+
+def async_agent(make: Any, **options: Any) -> type[Agent]:
+    class AsyncPaying(Agent):
+        @action(InputEvent)
+        @staticmethod
+        async def pay(event: Event, ctx: RunnerContext) -> None:
+            try:
+                ctx.send_event(OutputEvent(await ctx.durable_execute_async(make(), **options)))
+            except RuntimeError as exc:
+                ctx.send_event(OutputEvent(f"failed: {exc}; abort_error={getattr(exc, 'abort_error', None)!r}"))
+
+    return AsyncPaying
+
+
+def test_the_async_path_keeps_the_same_promises() -> None:
+    """TPC-4, TPC-5, TPC-7, TPC-8 on durable_execute_async: commit's result after a reconciled crash, the
+    same identity after a crash with a lock in the operation, the switch, refused options, abort failures."""
+    crashed = run(async_agent(lambda: CheckedPayment(5)), CrashAt(Phase.AFTER_EFFECT, call_index=1))
+    assert crashed.outputs == {"k": ["receipt:txn:k/0/pay/0"]} and list(VISIBLE.values()) == [5]
+    locked = run(async_agent(lambda: HandlePayment(5)), CrashAt(Phase.AFTER_RECORD, call_index=0), mismatch="strict")
+    assert locked.outputs == {"k": ["receipt:txn:k/0/pay/0"]} and CALLS["prepare"] == 1
+    run(async_agent(lambda: CheckedPayment(5)), CrashAt(Phase.AFTER_EFFECT, call_index=1),
+        config={"durable-execution.reconcilers": False})
+    assert CALLS["is_committed"] == 0 and CALLS["commit"] == 2
+    failed = run(async_agent(lambda: Payment(5, fail_commit=True, fail_abort=True)))
+    assert failed.outputs == {"k": ["failed: participant refused; abort_error=ValueError('abort lost the connection')"]}
+    with pytest.raises(TwoPhaseCommitError, match="reconciles its commit itself"):
+        run(async_agent(lambda: Payment(5), reconciler=lambda: None))
