@@ -227,6 +227,12 @@ def test_options_a_two_phase_call_cannot_honour_are_rejected(options: dict[str, 
         run(WithArgs)
     assert CALLS["prepare"] == 0
 
+    class Unkeyable(Payment):
+        idempotency_key = object()
+
+    with pytest.raises(TwoPhaseCommitError, match=r"Unkeyable.idempotency_key is <object .*must be plain data"):
+        run(agent(lambda: Unkeyable(5)))
+
 
 def test_a_failing_abort_keeps_the_commit_failure_raised() -> None:
     """TPC-8, TPC-3: when abort raises too, the commit failure is raised and the abort failure is attached."""
