@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reference_runtime import ActionState, Agent, CallResult, CrashAt, FaultInjector, FaultPoint, Runner, RunResult
+from reference_runtime.clock import let_time_pass
 from reference_runtime.records import StateRef
 from reference_runtime.stores.base import ActionStateStore
 from reference_runtime.stores.forwarding import ForwardingStore
@@ -143,7 +144,9 @@ class DurableHarness:
         store = RecordingStore(self._store_factory())
         if self._ledger is not None:
             self._ledger.new_run("the run")
-        result = Runner(agent, store, injector=injector, **self._options(options)).run(inputs)
+        options = self._options(options)
+        let_time_pass(options.get("clock"))  # e.g. the runs assert_deterministic compares (PLG-13)
+        result = Runner(agent, store, injector=injector, **options).run(inputs)
         if injector.pending:
             raise AssertionError(f"crash point(s) never reached: {[_selector_text(c) for c in injector.plan]}; "
                                  f"reached: {sorted({p.label() for p in injector.trace})}")
@@ -204,7 +207,9 @@ class DurableHarness:
         baseline, _ = learn(agent, inputs, self._store_factory, ledger, **options)
         result, injector = run_scenario(agent, inputs, self._store_factory, scenario, ledger, **options)
         outcome = check(scenario, baseline, result, injector, ledger)
-        self._count(scenarios=1, crashes=len(injector.fired), anomalies=len(ledger.anomalies()) if ledger else 0)
+        # A schedule counts once all its crashes fired: one that never fires tested nothing (PLG-15).
+        self._count(scenarios=int(bool(scenario.schedule) and len(injector.fired) == len(scenario.schedule)),
+                    crashes=len(injector.fired), anomalies=len(ledger.anomalies()) if ledger else 0)
         if not outcome.ok:
             raise DurableInvariantError(_explain(outcome, ledger) + self._hint(outcome, agent, inputs, baseline,
                                                                                 options))
@@ -237,49 +242,87 @@ class DurableHarness:
     def explore(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, max_crashes: int = 3,
                 max_examples: int | None = None, mismatch: Sequence[str] = ("lenient", "strict"),
                 reconcilers: Sequence[bool] = (True, False), **options: Any) -> int:
-        """Run Hypothesis-generated crash schedules (several crashes, during recovery too, both mismatch
-        modes, reconcilers on and off); a failure is shrunk to a minimal schedule and reported with the
-        ``@pytest.mark.durable_schedule(...)`` marker that replays it. Scenarios pinned by that marker run
-        first. ``max_examples`` defaults to ``--durable-max-examples`` (100). Returns the number of scenarios
-        run."""
+        """Run crash schedules: first one crash at each learnt point, most revealing points first (PLG-15),
+        then Hypothesis-generated schedules (several crashes, during recovery too, both mismatch modes,
+        reconcilers on and off) whose every crash fires. A failure is shrunk to a minimal schedule and
+        reported with the ``@pytest.mark.durable_schedule(...)`` marker that replays it. Scenarios pinned by
+        that marker run first. ``max_examples`` (default ``--durable-max-examples``, 100) is the number of
+        schedules in all. Returns the number of schedules run whose crashes all fired."""
         from hypothesis import HealthCheck, given, seed, settings
 
-        from .strategies import scenarios
+        from .strategies import fireable, reachable_scenarios
 
         options = self._options(options)
+        pinned_fired = 0
         for pinned in self.pinned:
-            self.check_scenario(agent, inputs, pinned, **options)
+            outcome = self.check_scenario(agent, inputs, pinned, **options)
+            pinned_fired += bool(pinned.schedule) and len(outcome.fired) == len(pinned.schedule)
+        budget = max_examples or self.max_examples
+        modes: list[Any] = list(mismatch)
+        switches = list(reconcilers)
         baseline, points = learn(agent, inputs, self._store_factory, self._ledger, **options)
-        ran = [len(self.pinned)]
+        fired = [0]
         failing: list[tuple[Scenario, str]] = []
 
-        @seed(self.seed)
-        @settings(max_examples=max_examples or self.max_examples, deadline=None, database=None,
-                  report_multiple_bugs=False, suppress_health_check=list(HealthCheck))
-        @given(scenarios(points, max_crashes=max_crashes, mismatch=list(mismatch),  # type: ignore[arg-type]
-                         reconcilers=list(reconcilers)))
         def one(scenario: Scenario) -> None:
-            ran[0] += 1
             if self._ledger is not None:
                 # Each example needs its own crash-free expectation, as the ledger counts per run.
                 learn(agent, inputs, self._store_factory, self._ledger, **options)
             result, injector = run_scenario(agent, inputs, self._store_factory, scenario, self._ledger, **options)
             outcome = check(scenario, baseline, result, injector, self._ledger)
+            if scenario.schedule and len(injector.fired) == len(scenario.schedule):
+                fired[0] += 1
             if not outcome.ok:
                 failing.append((scenario, _explain(outcome, self._ledger)
                                 + self._hint(outcome, agent, inputs, baseline, options)))
                 raise DurableInvariantError(failing[-1][1])
 
+        def trace_after(scenario: Scenario) -> list[FaultPoint]:
+            if scenario not in traces:
+                traces[scenario] = self._trace_after(agent, inputs, scenario, options)
+            return traces[scenario]
+
+        traces: dict[Scenario, list[FaultPoint]] = {}
+        # Single crashes at the most revealing points first, so that a small budget still covers them.
+        singles = [Scenario((c,), modes[0], switches[0]) for c in fireable(points, max_nth=1)]
         try:
-            one()
+            for scenario in singles[:budget]:
+                one(scenario)
+            left = budget - min(budget, len(singles))
+            if left:
+                @seed(self.seed)
+                @settings(max_examples=left, deadline=None, database=None, report_multiple_bugs=False,
+                          suppress_health_check=list(HealthCheck))
+                @given(reachable_scenarios(trace_after, max_crashes=max_crashes, mismatch=modes,
+                                           reconcilers=switches))
+                def generated(scenario: Scenario) -> None:
+                    one(scenario)
+
+                generated()
         except DurableInvariantError:
             scenario, text = failing[-1]  # Hypothesis re-runs the minimal example last
             raise DurableInvariantError(f"minimal failing crash schedule: {scenario.describe()}\n{text}\n"
                                         f"reproduce with:\n    {scenario.decorator()}\n"
                                         f"(or --durable-seed {self.seed})") from None
         finally:
-            self._count(scenarios=ran[0])
-        return ran[0]
+            self._count(scenarios=fired[0])
+        return pinned_fired + fired[0]
+
+    def _trace_after(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], scenario: Scenario,
+                     options: dict[str, Any]) -> list[FaultPoint]:
+        """The points reached after ``scenario``'s last crash fired (all of them for no crash); empty when
+        the scenario fails before that or a crash never fires."""
+        try:
+            _, injector = run_scenario(agent, inputs, self._store_factory, scenario, self._ledger, **options)
+        except Exception:
+            return []
+        if len(injector.fired) < len(scenario.schedule):
+            return []
+        if not scenario.schedule:
+            return list(injector.trace)
+        last = injector.fired[-1]
+        index = next(i for i, p in enumerate(injector.trace) if p is last)
+        return injector.trace[index + 1:]
 
     # -- determinism ---------------------------------------------------------------------------------------
 

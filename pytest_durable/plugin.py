@@ -30,6 +30,8 @@ _TOTALS = pytest.StashKey[dict[str, int]]()
 #: Where ``durable_clock`` starts virtual time.
 CLOCK_START = "2026-01-01T00:00:00+00:00"
 SCHEMES = ("memory:", "sqlite:", "redis://", "kafka://")
+#: Modules that keep real time under ``durable_clock`` (pytest's own timing of tests).
+REAL_TIME_MODULES = ("_pytest.timing",)
 _SUMMARY = (
     ("durable_fault_points", "fault points swept"),
     ("durable_schedules", "crash schedules run"),
@@ -152,8 +154,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def durable_point(request: pytest.FixtureRequest) -> CrashAt | None:
     """The crash point of the current ``durable_sweep`` parametrization (None: the crash-free run or no
     sweep)."""
-    point: CrashAt | None = getattr(request, "param", None)
-    return point
+    point: Any = getattr(request, "param", None)
+    if point is None:
+        return None
+    from .sweep import LearningFailed
+
+    if isinstance(point, LearningFailed):
+        pytest.fail(point.message, pytrace=False)
+    crash: CrashAt = point
+    return crash
 
 
 # -- fixtures ---------------------------------------------------------------------------------------------
@@ -217,7 +226,9 @@ def durable_clock(durable: DurableHarness) -> Iterator[FrozenClock]:
 
     from .clock import FrozenClock
 
-    with freeze_time(CLOCK_START) as frozen:
+    # pytest times tests through _pytest.timing: left on real time, --durations and JUnit show real
+    # durations rather than the frozen instant or the virtual seconds slept (PLG-10).
+    with freeze_time(CLOCK_START, ignore=list(REAL_TIME_MODULES)) as frozen:
         clock = FrozenClock(frozen)
         durable.clock = clock
         yield clock

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from reference_runtime import Agent, CallId, FaultInjector, FaultPoint, Phase, Runner, RunResult
+from reference_runtime.clock import let_time_pass
 from reference_runtime.stores.base import ActionStateStore
 
 from .scenario import Scenario, selector_for
@@ -57,6 +58,7 @@ def learn(agent: type[Agent], inputs: Sequence[tuple[str, Any]], store: StoreFac
     """The crash-free result and the fault points it reached, in order."""
     if ledger is not None:
         ledger.new_run("the crash-free run", baseline=True)
+    let_time_pass(options.get("clock"))  # runs compared with each other never share an instant (PLG-13)
     injector = FaultInjector()
     result = Runner(agent, store(), injector=injector, **options).run(inputs)
     return result, list(injector.trace)
@@ -68,6 +70,7 @@ def run_scenario(agent: type[Agent], inputs: Sequence[tuple[str, Any]], store: S
     """Run with ``scenario``'s crashes, recovering after each."""
     if ledger is not None:
         ledger.new_run(f"the run crashing at {scenario.describe()}")
+    let_time_pass(options.get("clock"))
     extra = scenario.runner_options()
     merged = {**options, **extra}
     if "config" in extra:
@@ -143,11 +146,20 @@ def sweep(agent: type[Agent], inputs: Sequence[tuple[str, Any]], store: StoreFac
     return outcomes
 
 
+@dataclass(frozen=True)
+class LearningFailed:
+    """The parameter of a ``durable_sweep`` test whose agent failed while its fault points were learnt."""
+
+    message: str
+
+
 def sweep_params(args: Sequence[Any], kwargs: dict[str, Any], where: str) -> tuple[list[Any], list[str]]:
     """Parameters and ids for a ``durable_sweep(agent, inputs, **options)`` marker: the crash-free run
     (``crash=none``) then one selector per fault point it reaches (``crash=call3:after-effect``; narrowed
-    with ``?key=…&seq=…`` only where the short label is ambiguous). Learned on the memory store, at
-    collection, in a canonical order so that every xdist worker collects the same ids."""
+    with ``?key=…&seq=…`` only where the short label is ambiguous). Learned on the memory store and a
+    virtual clock, at collection, in a canonical order so that every xdist worker collects the same ids.
+    If the agent fails, the one parameter is a :class:`LearningFailed` that fails its test with the reason."""
+    from reference_runtime.clock import VirtualClock
     from reference_runtime.stores.memory import InMemoryStore
 
     from .scenario import format_crash
@@ -156,10 +168,13 @@ def sweep_params(args: Sequence[Any], kwargs: dict[str, Any], where: str) -> tup
         raise TypeError(f"{where}: use @pytest.mark.durable_sweep(AgentClass, inputs, **runner_options)")
     agent, inputs = args[0], [(str(k), v) for k, v in args[1]]
     try:
-        _, points = learn(agent, inputs, InMemoryStore, None, **kwargs)
+        # On a virtual clock: retry backoff and batch deadlines must not make collection wait (PLG-11).
+        _, points = learn(agent, inputs, InMemoryStore, None, **{**kwargs, "clock": VirtualClock()})
     except Exception as exc:
-        raise RuntimeError(f"{where}: the crash-free run of {agent.__qualname__} failed while learning its "
-                           f"fault points: {exc!r}") from exc
+        # One test that errors with the reason, rather than a traceback that stops the session (PLG-12).
+        return [LearningFailed(f"{where}: the crash-free run of {agent.__qualname__} on the marker's inputs failed "
+                               f"while its fault points were learnt, so no crash test can run: "
+                               f"{type(exc).__name__}: {exc}")], ["crash=none"]
     order = list(Phase)
     # Per input: its calls in order, then its action phases; run-level points (checkpoints) last.
     unique = sorted(points_to_crash(points), key=lambda p: (p.key is None, p.key or "", p.seq or 0, p.action or "",

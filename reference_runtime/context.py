@@ -10,7 +10,7 @@ from .durable import ActionExecution, DurableAwaitable
 from .events import Event
 from .memory import MemoryObject, check_action_access
 from .retry import RetryPolicy
-from .two_phase import TwoPhaseCommit, execute_two_phase, execute_two_phase_async, is_two_phase
+from .two_phase import TwoPhaseCommit, check_arguments, execute_two_phase, execute_two_phase_async, is_two_phase
 
 if TYPE_CHECKING:
     from .batch import DurableCall
@@ -97,11 +97,14 @@ class RunnerContext:
         """Run ``func(*args, **kwargs)`` once: replayed from its record on recovery (spec DE-*).
 
         ``reconciler``, ``durable_id`` and ``retry`` are consumed here and never passed to ``func``.
-        A :class:`~reference_runtime.two_phase.TwoPhaseCommit` object runs as a two-phase commit.
+        A :class:`~reference_runtime.two_phase.TwoPhaseCommit` object runs as a two-phase commit: it takes
+        ``durable_id`` and ``retry``, and no call arguments or ``reconciler`` (spec TPC-7).
         """
         check_action_access(self._owner, "durable_execute")
         if is_two_phase(func):
-            return execute_two_phase(self._execution, cast(TwoPhaseCommit, func), durable_id)
+            check_arguments(func, args, kwargs, reconciler)
+            return execute_two_phase(self._execution, cast(TwoPhaseCommit, func), durable_id,
+                                     reconcilers=self._reconcilers, retry=retry)
         return self._execution.execute(func, args, kwargs, reconciler=reconciler if self._reconcilers else None,
                                        durable_id=durable_id, retry=retry)
 
@@ -118,7 +121,9 @@ class RunnerContext:
         check_action_access(self._owner, "durable_execute_async")
         ex = self._execution
         if is_two_phase(func):
-            return DurableAwaitable(lambda: execute_two_phase_async(ex, cast(TwoPhaseCommit, func), durable_id))
+            check_arguments(func, args, kwargs, reconciler)
+            return DurableAwaitable(lambda: execute_two_phase_async(
+                ex, cast(TwoPhaseCommit, func), durable_id, reconcilers=self._reconcilers, retry=retry))
         return DurableAwaitable(
             lambda: ex.execute_async(func, args, kwargs, reconciler=reconciler if self._reconcilers else None,
                                      durable_id=durable_id, retry=retry)

@@ -1,13 +1,17 @@
 """Retry policies for durable calls (spec RETRY-*).
 
 Attempts happen inside one durable call: only the final outcome is recorded, so a replay neither
-retries nor sleeps. Backoff sleeps on the runtime's clock, which a test replaces with a virtual one.
-Jitter is derived from the call id and attempt, so a schedule is reproducible run to run.
+retries nor sleeps. Attempts themselves are not recorded (RETRY-5): a crash before the final outcome is
+recorded restarts the retries at attempt 1 on recovery, so retries are at-least-once per execution attempt.
+Backoff sleeps on the runtime's clock, which a test replaces with a virtual one. Jitter is derived from
+the call id and attempt, so a schedule is reproducible run to run.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -24,10 +28,17 @@ class Backoff:
     def __post_init__(self) -> None:
         if self.initial < 0 or self.multiplier < 1 or self.maximum < 0 or not 0 <= self.jitter <= 1:
             raise ValueError("backoff needs initial >= 0, multiplier >= 1, maximum >= 0, 0 <= jitter <= 1")
+        if not math.isfinite(self.maximum):
+            raise ValueError(f"Backoff(maximum={self.maximum!r}): the cap on one wait must be a finite number of "
+                             "seconds")
 
     def delay(self, attempt: int, salt: str = "") -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
-        base = min(self.maximum, self.initial * self.multiplier ** (attempt - 1))
+        try:
+            grown = self.initial * self.multiplier ** (attempt - 1)
+        except OverflowError:  # attempt ~1 025 with multiplier 2: the cap applies (RETRY-7)
+            grown = math.inf
+        base = min(self.maximum, grown)
         if not self.jitter:
             return base
         h = hashlib.sha256(f"{salt}/{attempt}".encode()).digest()
@@ -44,8 +55,27 @@ class RetryPolicy:
     retry_on: tuple[type[BaseException], ...] = (Exception,)
 
     def __post_init__(self) -> None:
+        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int):
+            raise TypeError(f"RetryPolicy(max_attempts={self.max_attempts!r}): expected an int >= 1")
         if self.max_attempts < 1:
-            raise ValueError("max_attempts must be at least 1")
+            raise ValueError(f"RetryPolicy(max_attempts={self.max_attempts!r}): max_attempts must be at least 1")
+        if not isinstance(self.backoff, Backoff):
+            raise TypeError(f"RetryPolicy(backoff={self.backoff!r}): expected a Backoff(...)")
+        # A frozen dataclass: the normalized tuple is stored through object.__setattr__.
+        object.__setattr__(self, "retry_on", _exception_types(self.retry_on))
 
     def should_retry(self, exc: BaseException, attempt: int) -> bool:
         return attempt < self.max_attempts and isinstance(exc, self.retry_on)
+
+
+def _exception_types(retry_on: object) -> tuple[type[BaseException], ...]:
+    """``retry_on`` as a tuple of exception classes (one class is accepted too), or a TypeError naming the
+    bad entry (RETRY-6): a bad entry found at retry time would replace the call's real exception."""
+    items: Iterable[object] = (retry_on,) if isinstance(retry_on, type) else (
+        retry_on if isinstance(retry_on, tuple | list | set | frozenset) else (retry_on,))
+    given = tuple(items)
+    types = tuple(t for t in given if isinstance(t, type) and issubclass(t, BaseException))
+    if len(types) != len(given) or not types:
+        raise TypeError(f"RetryPolicy(retry_on={retry_on!r}): expected an exception class or a tuple of them, "
+                        f"e.g. retry_on=(ConnectionError, TimeoutError)")
+    return types

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .agent import ActionSpec, Agent
-from .clock import Clock, SystemClock
+from .clock import Clock, SystemClock, let_time_pass
 from .codecs import PayloadCodec, default_codec
 from .context import RunnerContext
 from .durable import ActionExecution, JournalEntry, MismatchMode
@@ -304,6 +304,9 @@ class Runner:
         """Throw away all in-memory state, restore the last checkpoint and rebuild the store from its
         recovery markers; the inputs after the checkpoint are processed again by :meth:`process`."""
         self.failovers += 1
+        # A restart takes time: recovery must not happen at the crash's instant, or an agent that passes the
+        # time into a durable call would replay as if it were deterministic (PLG-13).
+        let_time_pass(self.clock)
         cp = self.checkpoints[-1] if self.checkpoints else None
         if self.reopen_store is not None:
             self.store.close()

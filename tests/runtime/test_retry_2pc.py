@@ -21,7 +21,7 @@ from reference_runtime import (
     action,
     current_call,
 )
-from reference_runtime.clock import VirtualClock
+from reference_runtime.clock import RESTART_SECONDS, VirtualClock
 from reference_runtime.retry import Backoff, RetryPolicy
 from reference_runtime.stores.memory import InMemoryStore
 
@@ -97,7 +97,8 @@ def test_only_the_final_outcome_is_recorded_and_replay_neither_retries_nor_sleep
     assert result.failovers == 1
     assert result.outputs == {"k": [42]}
     assert ATTEMPTS == [1, 2, 3], "the recorded success is replayed, not retried"
-    assert clock.now() == pytest.approx(3.0)
+    assert clock.sleeps == [1.0, 2.0], "the replay does not sleep"
+    assert clock.now() == pytest.approx(3.0 + RESTART_SECONDS), "only the failover moved the clock (PLG-13)"
     assert [e.source for e in result.journal] == ["executed", "replayed"]
 
 
@@ -198,3 +199,82 @@ def test_failed_commit_aborts_with_the_prepared_value() -> None:
     assert list(PREPARED.values()) == ["aborted"]
     assert not LEDGER
     assert [e.function_id.rsplit("#", 1)[1] for e in result.journal] == ["prepare", "commit", "abort"]
+
+
+# -- retry semantics under crashes, validation, large attempt numbers ----------------------------------
+
+
+class CrashingBackoffClock(VirtualClock):
+    """Crashes the process during the n-th backoff sleep (a crash between two attempts)."""
+
+    def __init__(self, crash_on_sleep: int) -> None:
+        super().__init__()
+        self.crash_on_sleep = crash_on_sleep
+
+    def sleep(self, seconds: float) -> None:
+        super().sleep(seconds)
+        if len(self.sleeps) == self.crash_on_sleep:
+            from reference_runtime.faults import FaultPoint, SimulatedCrash
+
+            raise SimulatedCrash(FaultPoint(Phase.AFTER_EFFECT, "k", 0, "work", 0))
+
+
+def test_attempts_are_not_durable_a_crash_during_backoff_restarts_at_attempt_1() -> None:
+    """RETRY-5: attempts are not recorded, so a crash during the backoff after attempt 2 restarts the retries
+    at attempt 1 on recovery (at-least-once per execution attempt); the final outcome is recorded once."""
+    ATTEMPTS.clear()
+    FAILURES["left"] = 4
+    policy = RetryPolicy(max_attempts=3, backoff=Backoff(initial=1.0, jitter=0.0), retry_on=(ConnectionError,))
+
+    class Once(Agent):
+        @action(InputEvent)
+        @staticmethod
+        def work(event: Event, ctx: RunnerContext) -> None:
+            ctx.send_event(OutputEvent(ctx.durable_execute(flaky, 21, retry=policy)))
+
+    result = Runner(Once, InMemoryStore(), clock=CrashingBackoffClock(crash_on_sleep=2)).run([("k", 0)])
+    assert result.failovers == 1
+    assert ATTEMPTS == [1, 2, 1, 2, 3]
+    assert result.outputs == {"k": [42]}
+    assert [e.source for e in result.journal] == ["executed"]
+
+
+def test_retry_on_is_validated_when_the_policy_is_made() -> None:
+    """RETRY-6: retry_on takes exception classes (one, or a tuple/list of them); anything else is a TypeError
+    naming retry_on at construction, never an error at retry time that hides the call's own exception."""
+    assert RetryPolicy(retry_on=ConnectionError).retry_on == (ConnectionError,)  # type: ignore[arg-type]
+    assert RetryPolicy(retry_on=[ConnectionError, TimeoutError]).retry_on  # type: ignore[arg-type] == (ConnectionError, TimeoutError)
+    for bad in (("ConnectionError",), (int,), (), "ConnectionError", None):
+        with pytest.raises(TypeError, match=r"RetryPolicy\(retry_on=.*expected an exception class"):
+            RetryPolicy(retry_on=bad)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="max_attempts"):
+        RetryPolicy(max_attempts=2.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="finite"):
+        Backoff(maximum=float("inf"))
+
+
+def test_backoff_is_capped_at_any_attempt_and_the_real_exception_is_recorded() -> None:
+    """RETRY-7: attempt 1 025 waits the capped maximum instead of overflowing, and after 1 100 failing
+    attempts the recorded outcome is the call's own exception."""
+    backoff = Backoff()
+    assert backoff.maximum * 0.8 <= backoff.delay(1025, "k/0/work/0") <= backoff.maximum * 1.2
+    assert Backoff(jitter=0.0).delay(10**6) == 30.0
+    ATTEMPTS.clear()
+    FAILURES["left"] = 10**6
+    many = RetryPolicy(max_attempts=1100, backoff=Backoff(initial=0.001, jitter=0.0),
+                       retry_on=(ConnectionError,))
+
+    class Stubborn(Agent):
+        @action(InputEvent)
+        @staticmethod
+        def work(event: Event, ctx: RunnerContext) -> None:
+            try:
+                ctx.durable_execute(flaky, 21, retry=many)
+            except Exception as exc:
+                ctx.send_event(OutputEvent(type(exc).__name__))
+
+    clock = VirtualClock()
+    result = Runner(Stubborn, InMemoryStore(), clock=clock).run([("k", 0)])
+    assert result.outputs == {"k": ["ConnectionError"]}
+    assert len(ATTEMPTS) == 1100
+    assert clock.sleeps[-1] == 30.0
