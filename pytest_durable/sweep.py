@@ -151,13 +151,16 @@ def sweep_params(args: Sequence[Any], kwargs: dict[str, Any], where: str) -> tup
 
     from .scenario import format_crash
 
-    if len(args) != 2 or not (isinstance(args[0], type) and issubclass(args[0], Agent)):
+    from reference_runtime.flink_agents_compat import is_agent
+
+    if len(args) != 2 or not is_agent(args[0]):
         raise TypeError(f"{where}: use @pytest.mark.durable_sweep(AgentClass, inputs, **runner_options)")
     agent, inputs = args[0], [(str(k), v) for k, v in args[1]]
     try:
         _, points = learn(agent, inputs, InMemoryStore, None, **kwargs)
     except Exception as exc:
-        raise RuntimeError(f"{where}: the crash-free run of {agent.__qualname__} failed while learning its "
+        name = getattr(agent, "__qualname__", type(agent).__qualname__)
+        raise RuntimeError(f"{where}: the crash-free run of {name} failed while learning its "
                            f"fault points: {exc!r}") from exc
     order = list(Phase)
     # Per input: its calls in order, then its action phases; run-level points (checkpoints) last.

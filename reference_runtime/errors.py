@@ -126,3 +126,8 @@ class KryoDecodeError(WireFormatError):
 class EventClassError(LocatedError):
     """A stored event names a class that cannot be rebuilt: it cannot be imported, or it is not an Event
     class (spec EVT-2, EVT-3)."""
+
+
+class UnsupportedFeatureError(DurableError):
+    """An agent uses a feature the in-process runtime cannot honour (spec FA-5): the message names the
+    feature and how a test supplies a fake instead."""
