@@ -70,10 +70,14 @@ def _callable(function: Any, where: str) -> Callable[..., Any]:
     if callable(function) and not isinstance(function, ApiPythonFunction):
         return function  # type: ignore[no-any-return]
     if isinstance(function, ApiPythonFunction):
-        module = importlib.import_module(function.module)
-        target: Any = module
-        for part in function.qualname.split("."):
-            target = getattr(target, part)
+        # Flink Agents resolves an added action by module and qualname, in the job; so does the adapter.
+        try:
+            target: Any = importlib.import_module(function.module)
+            for part in function.qualname.split("."):
+                target = getattr(target, part)
+        except (ImportError, AttributeError) as exc:
+            raise TypeError(f"{where}: {function.module}.{function.qualname} cannot be resolved by module and "
+                            f"qualname ({exc}); define the function at module level") from None
         return target  # type: ignore[no-any-return]
     raise UnsupportedFeatureError(f"{where}: {type(function).__name__} actions (cross-language functions) "
                                   "cannot run in-process; only Python actions can")
