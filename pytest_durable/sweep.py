@@ -147,11 +147,10 @@ def sweep_params(args: Sequence[Any], kwargs: dict[str, Any], where: str) -> tup
     (``crash=none``) then one selector per fault point it reaches (``crash=call3:after-effect``; narrowed
     with ``?key=…&seq=…`` only where the short label is ambiguous). Learned on the memory store, at
     collection, in a canonical order so that every xdist worker collects the same ids."""
+    from reference_runtime.flink_agents_compat import is_agent
     from reference_runtime.stores.memory import InMemoryStore
 
     from .scenario import format_crash
-
-    from reference_runtime.flink_agents_compat import is_agent
 
     if len(args) != 2 or not is_agent(args[0]):
         raise TypeError(f"{where}: use @pytest.mark.durable_sweep(AgentClass, inputs, **runner_options)")

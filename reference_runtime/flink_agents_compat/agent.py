@@ -166,8 +166,16 @@ def _build(agent: FlinkAgent) -> type[Agent]:
     return adapted
 
 
+def _marked(value: Any, markers: tuple[str, ...]) -> bool:
+    # A decorator above @staticmethod marks the staticmethod object, one below it marks the function.
+    fn = value.__func__ if isinstance(value, staticmethod) else value
+    return any(getattr(fn, m, False) or getattr(value, m, False) for m in markers)
+
+
 class _Resources:
-    """Resolves ``ctx.get_resource``: the test's ``resources`` map first, then what the agent declares."""
+    """Resolves ``ctx.get_resource``: the test's ``resources`` map first, then what the agent declares.
+    Tools and prompts are plain Python and resolve as on a cluster; a model, store or server does not run
+    in-process and is refused with the hook to supply a fake (spec FA-5)."""
 
     def __init__(self, agent: FlinkAgent) -> None:
         self.agent = agent
@@ -179,22 +187,18 @@ class _Resources:
             return supplied
         cls = type(self.agent)
         declared = vars(cls).get(name)
-        if declared is not None and getattr(declared, "_is_tool", False) or (
-                isinstance(declared, staticmethod) and getattr(declared.__func__, "_is_tool", False)):
-            return self._tool(name, declared)
         registered = self.agent.resources.get(kind, {}).get(name)
-        if registered is not None:
-            if kind is ResourceType.TOOL:
-                return self._tool(name, registered)
-            if kind is ResourceType.PROMPT:
-                return registered
-        if declared is not None and any(getattr(declared, m, False) or getattr(getattr(declared, "__func__", None),
-                                                                                   m, False) for m in _DECLARED):
-            raise UnsupportedFeatureError(f"resource {name!r} ({kind.value}) is backed by a real service, which "
-                                          f"does not run in-process; {_HOOK}")
-        if registered is not None:
-            raise UnsupportedFeatureError(f"resource {name!r} ({kind.value}) is backed by a real service, which "
-                                          f"does not run in-process; {_HOOK}")
+        if kind is ResourceType.TOOL and declared is not None and _marked(declared, ("_is_tool",)):
+            return self._tool(name, declared)
+        if kind is ResourceType.TOOL and registered is not None:
+            return self._tool(name, registered)
+        if kind is ResourceType.PROMPT and declared is not None and _marked(declared, ("_is_prompt",)):
+            return (declared.__func__ if isinstance(declared, staticmethod) else declared)()
+        if kind is ResourceType.PROMPT and registered is not None:
+            return registered
+        if registered is not None or (declared is not None and _marked(declared, _DECLARED)):
+            raise UnsupportedFeatureError(f"resource {name!r} ({kind.value}) of {cls.__qualname__} is backed by a "
+                                          f"real service, which does not run in-process; {_HOOK}")
         if kind is ResourceType.TOOL:
             return None  # the built-in tool action answers "Tool `name` does not exist.", as on a cluster
         raise UnsupportedFeatureError(f"no resource {name!r} of type {kind.value} is declared by "
@@ -210,6 +214,7 @@ class _Resources:
             if isinstance(declared, staticmethod):
                 declared = declared.__func__
             api_tool = declared if hasattr(declared, "func") else Tool.from_callable(func=declared)
+            # The planner's executable tool, so a tool call has the function id it has on a cluster.
             tool = FunctionTool(func=PythonFunction(module=api_tool.func.module, qualname=api_tool.func.qualname))
             self.tools[name] = tool
         return tool

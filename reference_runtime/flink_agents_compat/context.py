@@ -50,8 +50,8 @@ class Memory(FlinkMemoryObject):
 
     def get(self, path_or_ref: str | FlinkMemoryRef) -> Any:
         if isinstance(path_or_ref, FlinkMemoryRef):
-            kind = "sensory" if path_or_ref.memory_type == MemoryType.SENSORY else "short_term"
-            return self._wrap(self._inner.get(MemoryRef(kind, path_or_ref.path)))
+            sensory = path_or_ref.memory_type == MemoryType.SENSORY
+            return self._wrap(self._inner.get(MemoryRef("sensory" if sensory else "short_term", path_or_ref.path)))
         return self._wrap(self._inner.get(path_or_ref))
 
     def set(self, path: str, value: Any) -> FlinkMemoryRef:
@@ -99,8 +99,8 @@ class Config(ReadableConfiguration):
         return self._typed(option.get_key(), option.get_type(), option.get_default_value())
 
 
-def _coerce(value: Any, kind: type, key: str) -> Any:
-    if value is None or isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
+def _coerce(value: Any, kind: Any, key: str) -> Any:
+    if value is None or (isinstance(value, kind) and not (kind is int and isinstance(value, bool))):
         return value
     try:
         if kind is bool and isinstance(value, str):

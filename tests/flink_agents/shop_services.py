@@ -3,8 +3,6 @@ message id once. Plain Python, shared by the flink_agents agent and its referenc
 
 from __future__ import annotations
 
-from typing import Any
-
 
 class Bank:
     def __init__(self) -> None:

@@ -9,8 +9,8 @@ import pytest
 from flink_agents.api.chat_message import ChatMessage, MessageRole
 from flink_agents.api.chat_models.chat_model import BaseChatModelSetup
 
-from pytest_durable.sweep import learn, points_to_crash, run_scenario
 from pytest_durable.scenario import Scenario, selector_for
+from pytest_durable.sweep import learn, points_to_crash, run_scenario
 from reference_runtime import Runner
 from reference_runtime.errors import UnsupportedFeatureError
 from reference_runtime.stores.memory import InMemoryStore
@@ -54,7 +54,8 @@ def test_a_react_agent_runs_with_a_fake_chat_model() -> None:
     the loop: the model is asked twice per input, the tool runs once per input."""
     result = Runner(react_flink.WeatherAgent, resources=_resources()).run(INPUTS)
     assert result.outputs == EXPECTED
-    assert result.memory == {"ann": {"last_answer": "It is sunny in Lyon."}, "bo": {"last_answer": "It is sunny in Oslo."}}
+    assert result.memory == {"ann": {"last_answer": "It is sunny in Lyon."},
+                             "bo": {"last_answer": "It is sunny in Oslo."}}
     assert sorted(react_flink.FORECASTS) == ["Lyon", "Oslo"] and len(ASKED) == 4
 
 
@@ -98,7 +99,7 @@ class _LongTermMemoryUser(react_flink.Agent):
 def test_long_term_memory_is_refused_unless_a_fake_is_supplied() -> None:
     """FA-5: ctx.long_term_memory raises UnsupportedFeatureError naming long-term memory and the hook;
     a fake under resources['long_term_memory'] is returned instead."""
-    with pytest.raises(UnsupportedFeatureError, match="long-term memory.*long_term_memory"):
+    with pytest.raises(UnsupportedFeatureError, match=r"long-term memory.*long_term_memory"):
         Runner(_LongTermMemoryUser).run([("k", 1)])
 
     class FakeMemory:
