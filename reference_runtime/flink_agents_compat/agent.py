@@ -25,6 +25,10 @@ from ..records import ActionRef
 from .context import _HOOK, FlinkContext, Metrics
 from .events import unwrap
 
+#: Runner config key: ``"typed"`` (default) hands actions events of the class they were sent as, like the
+#: local execution environment of Flink Agents; ``"base"`` hands them plain ``Event``s, like a cluster.
+DELIVERY_KEY = "flink-agents.event-delivery"
+
 _BY_CLASS: dict[type, type[Agent]] = {}
 _BY_INSTANCE: weakref.WeakKeyDictionary[FlinkAgent, type[Agent]] = weakref.WeakKeyDictionary()
 #: Resource kinds declared by decorator (a descriptor of a real model, store or server).
@@ -135,7 +139,8 @@ def _spec(name: str, fn: Callable[..., Any], triggers: list[str], config: dict[s
         def resolve(resource: str, kind: ResourceType) -> Any:
             return env.resources.get(resource, kind, ctx)
 
-        return fn(unwrap(event), FlinkContext(ctx, config, resolve, env.metrics))
+        base = ctx.config.get(DELIVERY_KEY, "typed") == "base"
+        return fn(unwrap(event, base=base), FlinkContext(ctx, config, resolve, env.metrics))
 
     # The identity Java computes for the user's function (state keys), as for a reference agent.
     ref = ActionRef(name, fn.__module__, fn.__qualname__, tuple(triggers))

@@ -66,8 +66,13 @@ def _unknown(value: Any) -> Any:
                     "JSON, so give it plain data or a pydantic model")
 
 
-def unwrap(event: Event) -> FlinkEvent:
-    """The ``flink_agents`` event an action receives for a runtime event."""
+def unwrap(event: Event, *, base: bool = False) -> FlinkEvent:
+    """The ``flink_agents`` event an action receives for a runtime event: of the class it was sent as, or
+    with ``base`` a plain ``flink_agents`` ``Event`` with the same data, as a Flink cluster delivers it."""
+    if base:
+        fields = event.fields if isinstance(event, WrappedEvent) else {}
+        return FlinkEvent.model_validate({"id": event.id, "type": event.type, "attributes": dict(event.attributes),
+                                          **fields})
     if isinstance(event, WrappedEvent):
         cls: type[FlinkEvent] = event.flink_class
         fields = event.fields

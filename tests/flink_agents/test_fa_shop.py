@@ -16,7 +16,7 @@ from flink_agents.api.runner_context import RunnerContext
 from flink_agents.api.runner_context import RunnerContext as FlinkRunnerContext
 
 from pytest_durable.sweep import PointOutcome, sweep
-from reference_runtime import CrashAt, FaultInjector, Phase, Runner, RunResult
+from reference_runtime import ActionFailedError, CrashAt, FaultInjector, Phase, Runner, RunResult
 from reference_runtime.stores.memory import InMemoryStore
 from reference_runtime.stores.sqlite import SqliteStore
 
@@ -193,3 +193,16 @@ def test_an_event_class_that_refuses_its_stored_data_is_a_located_error() -> Non
     with pytest.raises(EventClassError) as info:
         decode_state(json.dumps(doc).encode(), Location("k", 2, "start"))
     assert "Scored" in str(info.value) and (info.value.key, info.value.seq, info.value.action) == ("k", 2, "start")
+
+
+def test_cluster_delivery_hands_actions_plain_events() -> None:
+    """FA-4: with `flink-agents.event-delivery: base` actions receive plain flink_agents Events, as on a
+    cluster: an agent that calls `X.from_event` (the shop) still works; one that relies on the typed class
+    (Relay reads `event.input` of its InputEvent) fails here, as it would on a cluster."""
+    _reset()
+    config = {**CONFIG, "flink-agents.event-delivery": "base"}
+    assert Runner(shop_flink.ShopAgent, config=config).run(INPUTS[:1]).outputs == {
+        "alice": ["receipt o1 40 #1, mailed o1"]}
+    with pytest.raises(ActionFailedError, match=r"AttributeError.*input") as info:
+        Runner(Relay, config={"flink-agents.event-delivery": "base"}).run([("k", "a")])
+    assert info.value.action == "start"
