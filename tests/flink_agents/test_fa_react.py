@@ -107,3 +107,11 @@ def test_long_term_memory_is_refused_unless_a_fake_is_supplied() -> None:
 
     result = Runner(_LongTermMemoryUser, resources={"long_term_memory": FakeMemory()}).run([("k", 1)])
     assert result.outputs == {"k": ["FakeMemory"]}
+
+
+def test_the_durable_fixture_crashes_the_react_agent_with_its_fake(durable: Any) -> None:
+    """FA-1, FA-5: `durable.run(..., crash_at=..., resources=...)` passes the fake to the runner."""
+    recovered = durable.run(react_flink.WeatherAgent, INPUTS[:1], crash_at="call0:after-record",
+                            resources=_resources())
+    assert recovered.outputs == {"ann": ["It is sunny in Lyon."]}
+    assert recovered.crashes
