@@ -225,10 +225,17 @@ def register_event_family(owns: Callable[[type], bool],
 def resolve_event_class(path: str) -> type:
     """The class a record names as ``module:qualname``. Raises ``LookupError`` (cannot be imported) or
     ``TypeError`` (not an event class); a record may name anything, so nothing but a class that is an
-    event class of a known family is ever returned, and nothing named is called here (spec EVT-3)."""
+    event class of a known family is ever returned, nothing named is called here, and only modules of
+    packages already imported are imported (spec EVT-3)."""
     if not isinstance(path, str) or not _CLASS_PATH.fullmatch(path):
         raise TypeError(f"{path!r} is not a class path module:qualname")
     module_name, _, qualname = path.partition(":")
+    package = module_name.split(".")[0]
+    if module_name not in sys.modules and package not in sys.modules:
+        # Importing runs a module's code: a record may only name modules of packages this process already
+        # uses (the agent's own, the runtime's, flink_agents), never make it load a new one.
+        raise LookupError(f"event class {path} cannot be imported: package {package!r} is not loaded, and a "
+                          "stored record never loads a new package (import it first, e.g. from the agent module)")
     try:
         obj: Any = sys.modules.get(module_name) or importlib.import_module(module_name)
         for part in qualname.split("."):

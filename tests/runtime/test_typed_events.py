@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,7 @@ def _with_class(path: str) -> bytes:
     ("subprocess:Popen", "not an Event class"),
     ("tests.runtime.typed_event_agent:lookup", "not an Event class"),
     ("not a path", "not a class path"),
+    ("antigravity:Event", "never loads a new package"),
 ])
 def test_a_stored_event_class_that_cannot_be_rebuilt_is_a_located_error(path: str, reason: str) -> None:
     """EVT-2, EVT-3: an unimportable class, or a record naming something that is not an Event class
@@ -79,3 +81,4 @@ def test_a_stored_event_class_that_cannot_be_rebuilt_is_a_located_error(path: st
     assert reason in str(info.value)
     assert (info.value.key, info.value.seq, info.value.action) == ("k", 3, "quote")
     assert path in str(info.value) or reason == "not a class path"
+    assert "antigravity" not in sys.modules, "a record made the runtime import a new package"
