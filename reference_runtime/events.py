@@ -57,9 +57,12 @@ class Event:
 
     def record_class(self) -> str | None:
         """``module:qualname`` of the class a store records so recovery rebuilds this class (spec EVT-1);
-        ``None`` for a plain :class:`Event`. Subclasses that stand for a foreign event override it."""
+        ``None`` when the type alone says it: a plain :class:`Event`, or a built-in event of its own type
+        (see :func:`builtin_class`). Subclasses that stand for a foreign event override it."""
         cls = type(self)
-        return None if cls is Event else f"{cls.__module__}:{cls.__qualname__}"
+        if cls is Event or (_BUILTINS.get(self.type) is cls and not self.record_fields()):
+            return None
+        return f"{cls.__module__}:{cls.__qualname__}"
 
     def record_fields(self) -> dict[str, Any]:
         """Instance fields besides ``attributes`` that a store keeps with the event (spec EVT-1)."""
@@ -207,6 +210,18 @@ def event_type_of(spec: str | type[Event]) -> str:
     if isinstance(spec, type) and issubclass(spec, Event) and spec.TYPE:
         return spec.TYPE
     raise TypeError(f"@action expects event type strings or built-in Event classes, got {spec!r}")
+
+
+_BUILTINS: dict[str, type[Event]] = {
+    cls.TYPE: cls for cls in (InputEvent, OutputEvent, ToolRequestEvent, ToolResponseEvent, ChatRequestEvent,
+                              ChatResponseEvent)
+}
+
+
+def builtin_class(event_type: str) -> type[Event]:
+    """The class a stored event without a recorded class is rebuilt as: the built-in event of that type
+    (so records written before classes were recorded come back typed too), else :class:`Event`."""
+    return _BUILTINS.get(event_type, Event)
 
 
 _CLASS_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")

@@ -15,7 +15,7 @@ import uuid
 from typing import Any
 
 from ..errors import CorruptRecordError, EventClassError, Location
-from ..events import BASE_EVENT_CLASS, Event, rebuild_event
+from ..events import BASE_EVENT_CLASS, Event, builtin_class, rebuild_event
 from ..records import ActionState, CallResult, CallStatus, MemoryUpdate
 
 FORMAT_VERSION = 1
@@ -113,11 +113,17 @@ def decode_event(obj: Any, path: str, loc: Location) -> Event:
     java_class = obj.get("class", BASE_EVENT_CLASS)
     if not isinstance(java_class, str) or not etype:
         raise CorruptRecordError(f"{path} has a bad class or type", loc)
+    if "py" not in obj:
+        # A plain Event, a built-in event (its type says which), or a record from before classes were recorded.
+        cls = builtin_class(etype)
+        event = cls.__new__(cls)
+        Event.__init__(event, etype, attributes, java_class=java_class,
+                       upstream_event_id=upstream[0], upstream_action_name=upstream[1])
+        event.id = event_id
+        return event
     event = Event(etype, attributes, java_class=java_class,
                   upstream_event_id=upstream[0], upstream_action_name=upstream[1])
     event.id = event_id
-    if "py" not in obj:
-        return event  # a plain Event, or a record written before classes were recorded
     py = obj["py"]
     fields = _dec(obj.get("fields", {"$map": {}}), f"{path}.fields", loc)
     if not isinstance(fields, dict):

@@ -82,3 +82,15 @@ def test_a_stored_event_class_that_cannot_be_rebuilt_is_a_located_error(path: st
     assert (info.value.key, info.value.seq, info.value.action) == ("k", 3, "quote")
     assert path in str(info.value) or reason == "not a class path"
     assert "antigravity" not in sys.modules, "a record made the runtime import a new package"
+
+
+def test_built_in_events_are_recorded_by_type_and_old_records_read_typed() -> None:
+    """EVT-1: a built-in event needs no class path (its type names it), so records written before classes
+    were recorded also give back typed built-in events; a user event without a path reads as Event."""
+    doc = json.loads(encode_state(ActionState(output_events=[ToolResponseEvent("r", {"a": 1}), Priced("pen", 3)])))
+    assert "py" not in doc["outputs"][0]
+    assert doc["outputs"][1]["py"] == "tests.runtime.typed_event_agent:Priced"
+    del doc["outputs"][1]["py"], doc["outputs"][1]["fields"]  # as a record from before this change
+    back = decode_state(json.dumps(doc).encode(), _loc())
+    assert [type(e) for e in back.output_events] == [ToolResponseEvent, Event]
+    assert back.output_events[0].responses == {"a": 1}
