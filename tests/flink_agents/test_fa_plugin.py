@@ -33,6 +33,14 @@ def test_exploration_and_determinism(durable: Any) -> None:
     durable.assert_deterministic(Greeter, INPUTS, fresh_processes=True, config=CONFIG)
 
 
+@pytest.mark.durable_schedule("call0:after-effect?key=ann&seq=1", "greet:after-complete?key=bo")
+def test_a_pinned_crash_schedule(durable: Any) -> None:
+    """FA-1: a durable_schedule marker pins a two-crash schedule that explore() runs on the flink agent
+    (first, before the generated ones) and checks against the crash-free run."""
+    assert len(durable.pinned) == 1
+    assert durable.explore(Greeter, INPUTS, max_crashes=1, max_examples=1, config=CONFIG) == 2
+
+
 def test_golden_journal(durable: Any) -> None:
     """FA-1, FA-3: the golden journal of the flink agent matches the committed one (function ids are the
     user's functions, as for a reference agent)."""
