@@ -16,7 +16,7 @@ export FLINK_AGENTS_SKIP_JAR_DOWNLOAD=1
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
 if [ ! -x "$venv/bin/python" ]; then
-    python3 -m venv "$venv"
+    python -m venv "$venv"
 fi
 py="$venv/bin/python"
 
