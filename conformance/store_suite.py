@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from reference_runtime.events import InputEvent
+from reference_runtime.events import Event, InputEvent, OutputEvent, ToolResponseEvent
 from reference_runtime.records import ActionRef, ActionState, CallResult, MemoryUpdate, StateRef
 from reference_runtime.stores.base import ActionStateStore
 
@@ -239,5 +239,44 @@ class ModelConformance:
         run_state_machine_as_test(machine, settings=machine.TestCase.settings)  # type: ignore[no-untyped-call]
 
 
-class StoreConformance(_StoreChecks, ModelConformance):
+class CheckedEvent(Event):
+    """A user event class with a property and an instance field, for the EVT-1 check."""
+
+    TYPE = "conformance-checked"
+
+    def __init__(self, value: int) -> None:
+        super().__init__(self.TYPE, {"value": value})
+        self.note = f"v{value}"
+
+    @property
+    def value(self) -> int:
+        return int(self.attributes["value"])
+
+
+class TypedEventConformance:
+    """Mixin: stored events come back as the classes they were stored as."""
+
+    @clause("EVT-1")
+    @capability("core")
+    def test_output_events_keep_their_class_and_fields(self, store: ActionStateStore) -> None:
+        """EVT-1: a completed state's events come back with their class, id, attributes and fields, so a
+        recovery that skips the action hands the next actions what the crash-free run handed them."""
+        r = ref("k", 0)
+        sent: list[Event] = [CheckedEvent(7), ToolResponseEvent("req", {"t": 1}, success={"t": True}),
+                             OutputEvent({"o": [1]}), Event("plain", {"p": 1})]
+        done = ActionState(task_event=r.event, output_events=sent)
+        done.mark_completed()
+        store.put(r, done)
+        got = store.get(r)
+        assert got is not None
+        assert [type(e) for e in got.output_events] == [type(e) for e in sent]
+        assert got.output_events == sent
+        assert type(got.task_event) is InputEvent
+        checked = got.output_events[0]
+        assert isinstance(checked, CheckedEvent) and (checked.value, checked.note) == (7, "v7")
+        response = got.output_events[1]
+        assert isinstance(response, ToolResponseEvent) and response.responses == {"t": 1}
+
+
+class StoreConformance(_StoreChecks, ModelConformance, TypedEventConformance):
     """The aggregate suite a backend author subclasses (as ``class TestMyStore(StoreConformance)``)."""

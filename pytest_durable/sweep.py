@@ -160,11 +160,12 @@ def sweep_params(args: Sequence[Any], kwargs: dict[str, Any], where: str) -> tup
     virtual clock, at collection, in a canonical order so that every xdist worker collects the same ids.
     If the agent fails, the one parameter is a :class:`LearningFailed` that fails its test with the reason."""
     from reference_runtime.clock import VirtualClock
+    from reference_runtime.flink_agents_compat import is_agent
     from reference_runtime.stores.memory import InMemoryStore
 
     from .scenario import format_crash
 
-    if len(args) != 2 or not (isinstance(args[0], type) and issubclass(args[0], Agent)):
+    if len(args) != 2 or not is_agent(args[0]):
         raise TypeError(f"{where}: use @pytest.mark.durable_sweep(AgentClass, inputs, **runner_options)")
     agent, inputs = args[0], [(str(k), v) for k, v in args[1]]
     try:
@@ -172,7 +173,8 @@ def sweep_params(args: Sequence[Any], kwargs: dict[str, Any], where: str) -> tup
         _, points = learn(agent, inputs, InMemoryStore, None, **{**kwargs, "clock": VirtualClock()})
     except Exception as exc:
         # One test that errors with the reason, rather than a traceback that stops the session (PLG-12).
-        return [LearningFailed(f"{where}: the crash-free run of {agent.__qualname__} on the marker's inputs failed "
+        name = getattr(agent, "__qualname__", type(agent).__qualname__)
+        return [LearningFailed(f"{where}: the crash-free run of {name} on the marker's inputs failed "
                                f"while its fault points were learnt, so no crash test can run: "
                                f"{type(exc).__name__}: {exc}")], ["crash=none"]
     order = list(Phase)

@@ -31,6 +31,7 @@ class RunnerContext:
         config: Mapping[str, Any],
         action_config: Mapping[str, Any],
         owner: int,
+        resources: Mapping[str, Any] | None = None,
     ) -> None:
         self._execution = execution
         self._short_term = short_term
@@ -42,6 +43,8 @@ class RunnerContext:
         # read once per action, not on every durable call.
         self._reconcilers = config.get(RECONCILERS_KEY, True) is not False
         self.sent: list[Event] = []
+        #: Test-supplied resources by name (``Runner(resources=...)``), read by the flink_agents adapter.
+        self.resources: Mapping[str, Any] = resources or {}
 
     @property
     def key(self) -> str:
@@ -107,6 +110,21 @@ class RunnerContext:
                                      reconcilers=self._reconcilers, retry=retry)
         return self._execution.execute(func, args, kwargs, reconciler=reconciler if self._reconcilers else None,
                                        durable_id=durable_id, retry=retry)
+
+    def durable_call(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *,
+                     reconciler: Callable[[], Any] | None = None) -> Any:
+        """:meth:`durable_execute` with the arguments as a tuple and a dict, so no keyword of ``func`` is
+        taken for an option (the flink_agents adapter reserves ``reconciler`` only, as Flink Agents does)."""
+        check_action_access(self._owner, "durable_execute")
+        return self._execution.execute(func, tuple(args), dict(kwargs),
+                                       reconciler=reconciler if self._reconcilers else None)
+
+    def durable_call_async(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *,
+                           reconciler: Callable[[], Any] | None = None) -> Awaitable[Any]:
+        """:meth:`durable_execute_async` with the arguments as a tuple and a dict (see :meth:`durable_call`)."""
+        check_action_access(self._owner, "durable_execute_async")
+        ex, rec = self._execution, reconciler if self._reconcilers else None
+        return DurableAwaitable(lambda: ex.execute_async(func, tuple(args), dict(kwargs), reconciler=rec))
 
     def durable_execute_async(
         self,

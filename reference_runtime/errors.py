@@ -121,3 +121,13 @@ class WireFormatError(CorruptRecordError):
 
 class KryoDecodeError(WireFormatError):
     """A memory-value payload is not a Kryo encoding of a value type memory admits."""
+
+
+class EventClassError(LocatedError):
+    """A stored event names a class that cannot be rebuilt: it cannot be imported, or it is not an Event
+    class (spec EVT-2, EVT-3)."""
+
+
+class UnsupportedFeatureError(DurableError):
+    """An agent uses a feature the in-process runtime cannot honour (spec FA-5): the message names the
+    feature and how a test supplies a fake instead."""

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
+import re
+import sys
 import uuid
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 #: Java class name written as ``@class`` for events produced by Python agents.
@@ -50,6 +54,19 @@ class Event:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(type={self.type!r}, attributes={self.attributes!r}, id={self.id})"
+
+    def record_class(self) -> str | None:
+        """``module:qualname`` of the class a store records so recovery rebuilds this class (spec EVT-1);
+        ``None`` when the type alone says it: a plain :class:`Event`, or a built-in event of its own type
+        (see :func:`builtin_class`). Subclasses that stand for a foreign event override it."""
+        cls = type(self)
+        if cls is Event or (_BUILTINS.get(self.type) is cls and not self.record_fields()):
+            return None
+        return f"{cls.__module__}:{cls.__qualname__}"
+
+    def record_fields(self) -> dict[str, Any]:
+        """Instance fields besides ``attributes`` that a store keeps with the event (spec EVT-1)."""
+        return dict(getattr(self, "__dict__", {}))
 
     def as_base(self) -> Event:
         """The same event as a plain :class:`Event` (what a store hands back)."""
@@ -193,3 +210,84 @@ def event_type_of(spec: str | type[Event]) -> str:
     if isinstance(spec, type) and issubclass(spec, Event) and spec.TYPE:
         return spec.TYPE
     raise TypeError(f"@action expects event type strings or built-in Event classes, got {spec!r}")
+
+
+_BUILTINS: dict[str, type[Event]] = {
+    cls.TYPE: cls for cls in (InputEvent, OutputEvent, ToolRequestEvent, ToolResponseEvent, ChatRequestEvent,
+                              ChatResponseEvent)
+}
+
+
+def builtin_class(event_type: str) -> type[Event]:
+    """The class a stored event without a recorded class is rebuilt as: the built-in event of that type
+    (so records written before classes were recorded come back typed too), else :class:`Event`."""
+    return _BUILTINS.get(event_type, Event)
+
+
+_CLASS_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+
+#: Rebuilders for event classes that are not :class:`Event` subclasses (e.g. ``flink_agents`` events):
+#: (is this family's class?, rebuild from the stored base event and fields).
+_FAMILIES: list[tuple[Callable[[type], bool], Callable[[type, Event, dict[str, Any]], Event]]] = []
+
+
+def register_event_family(owns: Callable[[type], bool],
+                          rebuild: Callable[[type, Event, dict[str, Any]], Event]) -> None:
+    """Let a store rebuild events of classes outside :class:`Event` (used by the flink_agents adapter)."""
+    _FAMILIES.append((owns, rebuild))
+
+
+def resolve_event_class(path: str) -> type:
+    """The class a record names as ``module:qualname``. Raises ``LookupError`` (cannot be imported) or
+    ``TypeError`` (not an event class); a record may name anything, so nothing but a class that is an
+    event class of a known family is ever returned, nothing named is called here, and only modules of
+    packages already imported are imported (spec EVT-3)."""
+    if not isinstance(path, str) or not _CLASS_PATH.fullmatch(path):
+        raise TypeError(f"{path!r} is not a class path module:qualname")
+    module_name, _, qualname = path.partition(":")
+    package = module_name.split(".")[0]
+    if module_name not in sys.modules and package not in sys.modules:
+        # Importing runs a module's code: a record may only name modules of packages this process already
+        # uses (the agent's own, the runtime's, flink_agents), never make it load a new one.
+        raise LookupError(f"event class {path} cannot be imported: package {package!r} is not loaded, and a "
+                          "stored record never loads a new package (import it first, e.g. from the agent module)")
+    try:
+        obj: Any = sys.modules.get(module_name) or importlib.import_module(module_name)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:
+        raise LookupError(f"event class {path} cannot be imported ({type(exc).__name__}: {exc})") from None
+    if isinstance(obj, type) and issubclass(obj, Event):
+        return obj
+    if isinstance(obj, type):
+        _load_families()
+        if any(owns(obj) for owns, _ in _FAMILIES):
+            return obj
+    raise TypeError(f"{path} is not an Event class")
+
+
+def _load_families() -> None:
+    # The flink_agents family registers itself on import; it is only needed once a record names a class
+    # that flink_agents defines, which means flink_agents is already imported.
+    if "flink_agents.api.events.event" in sys.modules:
+        from .flink_agents_compat import events as _flink_events  # noqa: F401
+
+
+def rebuild_event(path: str, base: Event, fields: dict[str, Any]) -> Event:
+    """The event of class ``path`` equal to ``base`` with ``fields`` (spec EVT-1). The class's
+    ``__init__`` is not called: the stored attributes and fields are set as they were."""
+    cls = resolve_event_class(path)
+    if issubclass(cls, Event):
+        event = cls.__new__(cls)
+        Event.__init__(event, base.type, base.attributes, id=base.id, java_class=base.java_class,
+                       upstream_event_id=base.upstream_event_id, upstream_action_name=base.upstream_action_name)
+        event.id = base.id
+        if fields:
+            if not hasattr(event, "__dict__"):
+                raise TypeError(f"{path} has no instance fields, but the record has {sorted(fields)}")
+            event.__dict__.update(fields)
+        return event
+    for owns, rebuild in _FAMILIES:
+        if owns(cls):
+            return rebuild(cls, base, fields)
+    raise TypeError(f"{path} is not an Event class")  # unreachable: resolve_event_class checked it

@@ -23,7 +23,7 @@ from typing import Any
 
 from .agent import ActionSpec, Agent
 from .clock import Clock, SystemClock, let_time_pass
-from .codecs import PayloadCodec, default_codec
+from .codecs import CloudpickleCodec, PayloadCodec, default_codec
 from .context import RunnerContext
 from .durable import ActionExecution, JournalEntry, MismatchMode
 from .errors import ActionFailedError, DurableError, Location
@@ -173,12 +173,14 @@ class Runner:
 
     ``checkpoint_every`` takes an aligned checkpoint after every N inputs (None: only at the end).
     ``reopen_store`` simulates a process restart on failover: the old store is closed and a new one
-    opened on the same data.
+    opened on the same data. ``agent`` may also be a ``flink_agents`` agent class or instance (spec FA-1);
+    ``resources`` maps resource names to objects its ``ctx.get_resource`` returns (fakes of chat models,
+    tools, vector stores; spec FA-5).
     """
 
     def __init__(
         self,
-        agent: type[Agent],
+        agent: type[Agent] | Any,
         store: ActionStateStore | None = None,
         *,
         codec: PayloadCodec | None = None,
@@ -190,12 +192,20 @@ class Runner:
         reopen_store: Callable[[], ActionStateStore] | None = None,
         async_threads: int | None = None,
         clock: Clock | None = None,
+        resources: Mapping[str, Any] | None = None,
     ) -> None:
+        if not (isinstance(agent, type) and issubclass(agent, Agent)):
+            from .flink_agents_compat import FLINK_PAYLOAD_CLASSES, runtime_agent
+
+            agent = runtime_agent(agent)
+            if codec is None:
+                codec = CloudpickleCodec(allowed_classes=FLINK_PAYLOAD_CLASSES)
         if store is None:
             from .stores.memory import InMemoryStore
 
             store = InMemoryStore()
-        self.agent = agent
+        self.agent: type[Agent] = agent
+        self.resources: Mapping[str, Any] = dict(resources or {})
         self.store = store
         self.codec = codec or default_codec()
         self.mismatch: MismatchMode = mismatch
@@ -431,6 +441,7 @@ class Runner:
             self.config,
             self.config.get(f"action.{spec.name}", {}),
             self._owner,
+            self.resources,
         )
         try:
             out = spec.func(ref.event, ctx)
@@ -487,7 +498,7 @@ class Runner:
                 self.store.prune_state(k, seq - 1)
 
 
-def run_agent(agent: type[Agent], inputs: Iterable[tuple[str, Any]], **options: Any) -> RunResult:
+def run_agent(agent: type[Agent] | Any, inputs: Iterable[tuple[str, Any]], **options: Any) -> RunResult:
     """Convenience: a fresh :class:`Runner` over ``inputs``; ``options`` go to the constructor."""
     return Runner(agent, **options).run(inputs)
 

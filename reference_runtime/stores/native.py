@@ -14,8 +14,8 @@ import math
 import uuid
 from typing import Any
 
-from ..errors import CorruptRecordError, Location
-from ..events import BASE_EVENT_CLASS, Event
+from ..errors import CorruptRecordError, EventClassError, Location
+from ..events import BASE_EVENT_CLASS, Event, builtin_class, rebuild_event
 from ..records import ActionState, CallResult, CallStatus, MemoryUpdate
 
 FORMAT_VERSION = 1
@@ -75,19 +75,27 @@ def _field(obj: dict[str, Any], name: str, kind: type | tuple[type, ...], path: 
 
 
 def encode_event(event: Event) -> dict[str, Any]:
-    return {
+    doc = {
         "class": event.java_class,
         "id": str(event.id) if event.id is not None else None,
         "type": event.type,
         "attributes": _enc(event.attributes, "attributes"),
         "upstream": [event.upstream_event_id, event.upstream_action_name],
     }
+    # The Python class by import path, never a pickle: recovery rebuilds it from data (spec EVT-1, EVT-3).
+    py = event.record_class()
+    if py is not None:
+        doc["py"] = py
+        fields = event.record_fields()
+        if fields:
+            doc["fields"] = _enc(fields, f"fields of {py}")
+    return doc
 
 
 def decode_event(obj: Any, path: str, loc: Location) -> Event:
     if not isinstance(obj, dict):
         raise CorruptRecordError(f"{path} is not an object", loc)
-    unknown = set(obj) - {"class", "id", "type", "attributes", "upstream"}
+    unknown = set(obj) - {"class", "id", "type", "attributes", "upstream", "py", "fields"}
     if unknown:
         raise CorruptRecordError(f"unknown fields {sorted(unknown)} in {path}", loc)
     raw_id = obj.get("id")
@@ -105,10 +113,25 @@ def decode_event(obj: Any, path: str, loc: Location) -> Event:
     java_class = obj.get("class", BASE_EVENT_CLASS)
     if not isinstance(java_class, str) or not etype:
         raise CorruptRecordError(f"{path} has a bad class or type", loc)
+    if "py" not in obj:
+        # A plain Event, a built-in event (its type says which), or a record from before classes were recorded.
+        cls = builtin_class(etype)
+        event = cls.__new__(cls)
+        Event.__init__(event, etype, attributes, java_class=java_class,
+                       upstream_event_id=upstream[0], upstream_action_name=upstream[1])
+        event.id = event_id
+        return event
     event = Event(etype, attributes, java_class=java_class,
                   upstream_event_id=upstream[0], upstream_action_name=upstream[1])
     event.id = event_id
-    return event
+    py = obj["py"]
+    fields = _dec(obj.get("fields", {"$map": {}}), f"{path}.fields", loc)
+    if not isinstance(fields, dict):
+        raise CorruptRecordError(f"{path}.fields is not a map", loc)
+    try:
+        return rebuild_event(py, event, fields)
+    except (LookupError, TypeError, ValueError) as exc:
+        raise EventClassError(f"cannot rebuild the event at {path} (type {etype!r}): {exc}", loc) from None
 
 
 def _enc_updates(updates: list[MemoryUpdate], name: str) -> list[Any]:

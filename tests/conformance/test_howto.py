@@ -36,7 +36,7 @@ def test_the_howto_store_certifies_as_the_howto_says(pytester: pytest.Pytester) 
     result.stdout.re_match_lines([r"backend: mystore   capabilities: core, restart   suite: \S+   seed: \d+   "
                                   r"overall level: BASE",
                                   r"  concurrent_writers  NONE +0 +0 +0 +1",
-                                  r"  core +FULL +8 +0 +0 +0",
+                                  r"  core +FULL +9 +0 +0 +0",
                                   r"  restart +FULL +2 +0 +0 +0"])
     result = pytester.runpytest(*PLUGINS, "test_mystore_conformance.py",
                                 "--durable-known-failures", "conformance-known-failures.txt")

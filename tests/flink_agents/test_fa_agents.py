@@ -1,0 +1,69 @@
+"""How the adapter finds a flink_agents agent's actions, and what it refuses (spec FA-1, FA-5)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from flink_agents.api.agents.agent import Agent
+from flink_agents.api.decorators import action
+from flink_agents.api.events.event import Event, InputEvent, OutputEvent
+from flink_agents.api.function import JavaFunction
+from flink_agents.api.runner_context import RunnerContext
+
+from reference_runtime import Runner
+from reference_runtime.errors import UnsupportedFeatureError
+
+
+def shout(event: Event, ctx: RunnerContext) -> None:
+    text = ctx.durable_execute(str.upper, InputEvent.from_event(event).input)
+    ctx.send_event(OutputEvent(output=f"{text}{ctx.get_action_config_value('suffix')}"))
+
+
+def test_an_agent_instance_built_with_add_action_runs() -> None:
+    """FA-1, FA-6: an Agent() instance with add_action (and its **config) is an agent for the runner."""
+    agent = Agent()
+    agent.add_action("shout", [InputEvent.EVENT_TYPE], shout, suffix="!")
+    assert Runner(agent).run([("k", "hi"), ("k", "yo")]).outputs == {"k": ["HI!", "YO!"]}
+
+
+class Base(Agent):
+    @action(InputEvent.EVENT_TYPE)
+    @staticmethod
+    def inherited(event: Event, ctx: RunnerContext) -> None:
+        ctx.send_event(OutputEvent(output=1))
+
+
+class Derived(Base):
+    pass
+
+
+def test_an_inherited_action_is_refused_as_flink_agents_refuses_it() -> None:
+    """FA-1: Flink Agents' planner refuses @action methods inherited from a base agent; so does the adapter."""
+    with pytest.raises(TypeError, match=r"inherited @action Base\.inherited"):
+        Runner(Derived)
+
+
+class CrossLanguage(Agent):
+    @action(InputEvent.EVENT_TYPE, target=JavaFunction(qualname="org.example.Actions", method_name="run",
+                                                       parameter_types=[]))
+    @staticmethod
+    def java(event: Event, ctx: RunnerContext) -> None:
+        raise NotImplementedError
+
+
+def test_a_cross_language_action_is_one_clear_error() -> None:
+    """FA-5: an action that targets a Java function cannot run in-process and says so."""
+    with pytest.raises(UnsupportedFeatureError, match="cross-language"):
+        Runner(CrossLanguage)
+
+
+def test_an_added_action_that_cannot_be_resolved_by_name_is_one_clear_error() -> None:
+    """FA-1: add_action functions are resolved by module and qualname, as in a Flink job."""
+    def local(event: Any, ctx: Any) -> None:
+        return None
+
+    agent = Agent()
+    agent.add_action("local", [InputEvent.EVENT_TYPE], local)
+    with pytest.raises(TypeError, match="define the function at module level"):
+        Runner(agent)
