@@ -18,8 +18,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..errors import KryoDecodeError, Location, WireFormatError
-from ..events import Event
+from ..errors import EventClassError, KryoDecodeError, Location, WireFormatError
+from ..events import Event, builtin_class, rebuild_event
 from ..records import ActionState, CallResult, CallStatus, MemoryUpdate
 from . import kryo
 from .jackson import dumps, jackson_string, loads
@@ -329,27 +329,56 @@ def read_action_state(data: bytes | str, *, location: Location | None = None, di
 # -- runtime conversion -----------------------------------------------------------------------------------
 
 
-def event_to_runtime(e: JavaEvent) -> Event:
-    return Event(e.type, e.attributes, id=uuid.UUID(e.id) if e.id else None, java_class=e.java_class,
-                 upstream_event_id=e.upstream_event_id, upstream_action_name=e.upstream_action_name)
+#: The attribute under which a Flink Agents format record keeps the Python class and instance fields of an
+#: event whose type alone does not say its class (spec EVT-1, WIRE-9). Java reads it as an ordinary attribute.
+PY_CLASS_ATTRIBUTE = "__durable_py__"
+
+
+def event_to_runtime(e: JavaEvent, location: Location | None = None) -> Event:
+    """The runtime event of a Java record's event: the class recorded under :data:`PY_CLASS_ATTRIBUTE`, else
+    the built-in event of its type, else a plain :class:`Event` (EVT-1, EVT-2)."""
+    attributes = e.attributes
+    recorded = attributes.get(PY_CLASS_ATTRIBUTE) if isinstance(attributes, dict) else None
+    if recorded is not None:
+        attributes = {k: v for k, v in attributes.items() if k != PY_CLASS_ATTRIBUTE}
+    event_id = uuid.UUID(e.id) if e.id else None
+    cls = builtin_class(e.type or "") if recorded is None else Event
+    event = cls.__new__(cls)
+    Event.__init__(event, e.type, attributes, id=event_id, java_class=e.java_class,
+                   upstream_event_id=e.upstream_event_id, upstream_action_name=e.upstream_action_name)
+    event.id = event_id
+    if recorded is None:
+        return event
+    path, fields = (recorded.get("class"), recorded.get("fields", {})) if isinstance(recorded, dict) else (None, None)
+    if not isinstance(path, str) or not isinstance(fields, dict):
+        raise EventClassError(f"event attribute {PY_CLASS_ATTRIBUTE} must be {{\"class\": \"module:qualname\", "
+                              f"\"fields\": {{...}}}}, got {recorded!r:.200}", location)
+    try:
+        return rebuild_event(path, event, fields)
+    except (LookupError, TypeError, ValueError) as exc:
+        raise EventClassError(f"cannot rebuild the event of type {e.type!r}: {exc}", location) from None
 
 
 def event_from_runtime(e: Event) -> JavaEvent:
-    return JavaEvent(e.java_class, str(e.id) if e.id is not None else None, e.type, e.attributes,
+    attributes = e.attributes
+    path = e.record_class()
+    if path is not None:
+        attributes = {**attributes, PY_CLASS_ATTRIBUTE: {"class": path, "fields": e.record_fields()}}
+    return JavaEvent(e.java_class, str(e.id) if e.id is not None else None, e.type, attributes,
                      e.upstream_event_id, e.upstream_action_name)
 
 
-def to_runtime(s: JavaActionState) -> ActionState:
+def to_runtime(s: JavaActionState, location: Location | None = None) -> ActionState:
     """The runtime's view of a Java record (memory values as Python data, see :mod:`.kryo`)."""
 
     def updates(us: list[JavaMemoryUpdate] | None) -> list[MemoryUpdate]:
         return [MemoryUpdate(u.path or "", kryo.to_python(u.value), u.object_creation) for u in us or []]
 
     return ActionState(
-        task_event=None if s.task_event is None else event_to_runtime(s.task_event),
+        task_event=None if s.task_event is None else event_to_runtime(s.task_event, location),
         sensory_memory_updates=updates(s.sensory_memory_updates),
         short_term_memory_updates=updates(s.short_term_memory_updates),
-        output_events=[event_to_runtime(e) for e in s.output_events or []],
+        output_events=[event_to_runtime(e, location) for e in s.output_events or []],
         call_results=[CallResult(c.function_id or "", c.args_digest or "", c.result_payload, c.exception_payload,
                                  None if c.status is None else CallStatus(c.status)) for c in s.call_results or []],
         completed=s.completed,

@@ -175,7 +175,7 @@ def decode_value(value: bytes, location: Location | None = None) -> tuple[Action
     java = read_action_state(value, location=location)
     if java is None:
         raise WireFormatError("record value is JSON null, not an action state", location=location)
-    return to_runtime(java), era
+    return to_runtime(java, location), era
 
 
 def java_model(value: bytes, location: Location | None = None) -> JavaActionState:
