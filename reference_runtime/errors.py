@@ -121,3 +121,28 @@ class WireFormatError(CorruptRecordError):
 
 class KryoDecodeError(WireFormatError):
     """A memory-value payload is not a Kryo encoding of a value type memory admits."""
+
+
+class RecordLimitError(CorruptRecordError):
+    """A record exceeds a decode limit (:class:`~reference_runtime.limits.DecodeLimits`): size, nesting
+    depth, integer digits, container length or memory budget (spec LIM-1)."""
+
+
+class PayloadLimitError(PayloadDecodeError, RecordLimitError):
+    """A call result's payload exceeds a decode limit (spec LIM-1)."""
+
+
+class SignatureError(PayloadDecodeError):
+    """With an HMAC key: a payload or action-state header is unsigned, tampered, or signed for another
+    record (spec SIG-1, SIG-2)."""
+
+
+class InvalidValueError(DurableError, TypeError, ValueError):
+    """A key, input, event attribute or memory value the runtime cannot store: a self-reference, nesting
+    beyond the depth limit, a lone surrogate, an integer too long to write, or a type stores do not hold.
+    The message names the value's path and the fix (spec PAY-7)."""
+
+
+class ConfigError(DurableError, TypeError, ValueError):
+    """A runner option or config key has a value of the wrong type or out of range; the message names the
+    option and what it accepts (spec PAY-8)."""

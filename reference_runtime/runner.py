@@ -26,13 +26,16 @@ from .clock import Clock, SystemClock
 from .codecs import PayloadCodec, default_codec
 from .context import RunnerContext
 from .durable import ActionExecution, JournalEntry, MismatchMode
-from .errors import ActionFailedError, DurableError, Location
+from .errors import ActionFailedError, ConfigError, DurableError, InvalidValueError, Location
 from .events import Event, InputEvent, OutputEvent
 from .faults import FaultInjector, FaultPoint, Phase, SimulatedCrash
 from .key_schemes import KeyScheme, get_key_scheme
+from .limits import safe_repr
 from .memory import FlatMemory, Item, MemoryObject, MemoryView
 from .records import ActionRef, ActionState, StateRef
+from .signing import StateSigner
 from .stores.base import ActionStateStore, RecoveryMarker
+from .values import check_text, check_value
 
 _INPUT_NAMESPACE = uuid.UUID("6f6b1d1e-3a43-4c59-9a4f-64757261626c")
 
@@ -141,9 +144,11 @@ class Runner:
             from .stores.memory import InMemoryStore
 
             store = InMemoryStore()
+        _check_options(store, codec, mismatch)
         self.agent = agent
         self.store = store
         self.codec = codec or default_codec()
+        self._signer = StateSigner.for_codec(self.codec)
         self.mismatch: MismatchMode = mismatch
         self.config: dict[str, Any] = {**agent.config, **(config or {})}
         self.injector = injector
@@ -154,7 +159,7 @@ class Runner:
         self.reopen_store = reopen_store
         self.clock: Clock = clock or SystemClock()
         # Durable work is mostly I/O-bound; the pool must not be what caps tool-call.parallelism.
-        self.async_threads = async_threads or int(self.config.get("num-async-threads", 32))
+        self.async_threads = async_threads or _thread_count(self.config.get("num-async-threads", 32))
         self.actions: list[ActionSpec] = agent.actions() + agent.builtin_actions()
         self._sync = not any(spec.is_async for spec in self.actions)
         self._by_type: dict[str, list[ActionSpec]] = {}
@@ -194,7 +199,7 @@ class Runner:
     # -- public API ------------------------------------------------------------------------------------
     def run(self, inputs: Iterable[tuple[str, Any]] = (), *, max_failovers: int = 100) -> RunResult:
         """Process ``inputs`` (appended to the input log) to the end, failing over after every crash."""
-        self.inputs.extend((str(k), v) for k, v in inputs)
+        self.inputs.extend(_checked_inputs(inputs, len(self.inputs)))
         # One event loop for the run and all its recoveries: creating one costs as much as ten durable
         # calls, and a crash scenario fails over at least once (benchmark P4).
         loop = None if self._sync else asyncio.new_event_loop()
@@ -342,13 +347,18 @@ class Runner:
 
     async def _run_action(self, spec: ActionSpec, ref: StateRef, short_term: FlatMemory, sensory: FlatMemory,
                           pool: ThreadPoolExecutor | None) -> list[Event]:
+        signer = self._signer
         state = self.store.get(ref)
+        if state is not None and signer is not None:
+            signer.verify(ref, state)
         if state is not None and state.completed:
             short_term.apply(state.short_term_memory_updates)
             sensory.apply(state.sensory_memory_updates)
             return list(state.output_events)
         if state is None:
             state = ActionState(task_event=ref.event)
+            if signer is not None:
+                signer.sign(ref, state)
             self.store.put(ref, state)
         execution = ActionExecution(ref, self.store, self.codec, state, self.mismatch, self.injector, pool,
                                     clock=self.clock, failovers=self.failovers)
@@ -387,6 +397,8 @@ class Runner:
         state.sensory_memory_updates = sens_view.log
         state.output_events = list(ctx.sent)
         state.mark_completed()
+        if signer is not None:
+            signer.sign(ref, state)
         self.store.put(ref, state)
         self._reach(Phase.AFTER_COMPLETE, ref.key, ref.seq, spec.name)
         stm_view.commit()
@@ -407,6 +419,43 @@ class Runner:
         for k, seq in cp.next_seq.items():
             if seq > 0:
                 self.store.prune_state(k, seq - 1)
+
+
+def _check_options(store: Any, codec: Any, mismatch: Any) -> None:
+    """Refuse options of the wrong kind up front, naming the option and the fix (spec PAY-8)."""
+    if isinstance(store, str):
+        raise ConfigError(f"store={store!r} is a string; Runner takes a store object: pass "
+                          f"reference_runtime.stores.urls.open_store({store!r})")
+    if not isinstance(store, ActionStateStore):
+        raise ConfigError(f"store must implement ActionStateStore (put, get, put_call_results, ...), got a "
+                          f"{type(store).__name__}")
+    if codec is not None and not isinstance(codec, PayloadCodec):
+        raise ConfigError(f"codec must implement PayloadCodec (name, encode_result, decode_result, encode_exception,"
+                          f" decode_exception), got a {type(codec).__name__}; e.g. CloudpickleCodec()")
+    if mismatch not in ("lenient", "strict"):
+        raise ConfigError(f"mismatch={safe_repr(mismatch)} is not a mismatch mode; use 'lenient' or 'strict'")
+
+
+def _thread_count(raw: Any) -> int:
+    try:
+        count = int(raw) if isinstance(raw, int | str) and not isinstance(raw, bool) else None
+    except ValueError:
+        count = None
+    if count is None or count < 1:
+        raise ConfigError(f"config num-async-threads={safe_repr(raw)} is not a positive integer; e.g. 32")
+    return count
+
+
+def _checked_inputs(inputs: Iterable[tuple[str, Any]], start: int) -> list[tuple[str, Any]]:
+    checked = []
+    for n, item in enumerate(inputs, start):
+        if not (isinstance(item, tuple | list) and len(item) == 2):
+            raise InvalidValueError(f"input #{n} is {safe_repr(item)}; inputs are (key, value) pairs")
+        key = str(item[0])
+        check_text(key, f"the key of input #{n}")
+        check_value(item[1], f"input #{n} (key={safe_repr(key)})")
+        checked.append((key, item[1]))
+    return checked
 
 
 def run_agent(agent: type[Agent], inputs: Iterable[tuple[str, Any]], **options: Any) -> RunResult:
