@@ -146,3 +146,23 @@ class InvalidValueError(DurableError, TypeError, ValueError):
 class ConfigError(DurableError, TypeError, ValueError):
     """A runner option or config key has a value of the wrong type or out of range; the message names the
     option and what it accepts (spec PAY-8)."""
+
+
+class StoreFailedError(StoreError):
+    """A store operation failed during a run; the runner stops at once with this one error (spec FAIL-1).
+    ``store`` names the store (its URL), ``operation`` the method, ``cause`` the store's own error."""
+
+    def __init__(self, store: str, operation: str, cause: BaseException, location: Location | None = None) -> None:
+        self.store = store
+        self.operation = operation
+        self.cause = cause
+        self.location = location or Location()
+        where = f" [{location}]" if location is not None else ""
+        super().__init__(f"store {store} failed during {operation}{where}: {cause}; the run stopped at the first "
+                         "store failure")
+
+
+class StoreDataLostError(StoreError):
+    """Recovery found that the store lost data written before the checkpoint being restored (a Redis
+    server restarted without persistence, a truncated Kafka topic); recovering would repeat completed
+    durable calls, so it is refused (spec FAIL-4)."""

@@ -26,7 +26,7 @@ from .clock import Clock, SystemClock
 from .codecs import PayloadCodec, default_codec
 from .context import RunnerContext
 from .durable import ActionExecution, JournalEntry, MismatchMode
-from .errors import ActionFailedError, ConfigError, DurableError, InvalidValueError, Location
+from .errors import ActionFailedError, ConfigError, DurableError, InvalidValueError, Location, StoreError
 from .events import Event, InputEvent, OutputEvent
 from .faults import FaultInjector, FaultPoint, Phase, SimulatedCrash
 from .key_schemes import KeyScheme, get_key_scheme
@@ -35,6 +35,7 @@ from .memory import FlatMemory, Item, MemoryObject, MemoryView
 from .records import ActionRef, ActionState, StateRef
 from .signing import StateSigner
 from .stores.base import ActionStateStore, RecoveryMarker
+from .stores.failfast import FailFastStore
 from .values import check_text, check_value
 
 _INPUT_NAMESPACE = uuid.UUID("6f6b1d1e-3a43-4c59-9a4f-64757261626c")
@@ -267,6 +268,8 @@ class Runner:
     # -- processing ------------------------------------------------------------------------------------
     async def _process(self, pool: ThreadPoolExecutor | None) -> None:
         self._owner = threading.get_ident()
+        # Every store access of the run goes through the gate: the first store failure stops it (FAIL-1).
+        self._store = FailFastStore(self.store)
         while self._offset < len(self.inputs):
             end = len(self.inputs)
             if self.checkpoint_every is not None:
@@ -292,8 +295,8 @@ class Runner:
             for k, vs in by_key.items():
                 try:
                     await self._run_key(k, vs, pool)
-                except (KeyboardInterrupt, SystemExit):
-                    raise  # as a task does: these stop everything at once
+                except (KeyboardInterrupt, SystemExit, StoreError):
+                    raise  # these stop everything at once: a failed store is not retried key by key (FAIL-1)
                 except BaseException as exc:  # re-raised below, after the other keys have run
                     failure = failure or exc
             if failure is not None:
@@ -302,6 +305,8 @@ class Runner:
         tasks = [asyncio.create_task(self._run_key(k, vs, pool)) for k, vs in by_key.items()]
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            if self._store.failure is not None:
+                raise self._store.failure
             for t in done:
                 if t.exception() is not None:
                     raise t.exception()  # type: ignore[misc]
@@ -348,7 +353,8 @@ class Runner:
     async def _run_action(self, spec: ActionSpec, ref: StateRef, short_term: FlatMemory, sensory: FlatMemory,
                           pool: ThreadPoolExecutor | None) -> list[Event]:
         signer = self._signer
-        state = self.store.get(ref)
+        store = self._store
+        state = store.get(ref)
         if state is not None and signer is not None:
             signer.verify(ref, state)
         if state is not None and state.completed:
@@ -359,8 +365,8 @@ class Runner:
             state = ActionState(task_event=ref.event)
             if signer is not None:
                 signer.sign(ref, state)
-            self.store.put(ref, state)
-        execution = ActionExecution(ref, self.store, self.codec, state, self.mismatch, self.injector, pool,
+            store.put(ref, state)
+        execution = ActionExecution(ref, store, self.codec, state, self.mismatch, self.injector, pool,
                                     clock=self.clock, failovers=self.failovers)
         stm_view, sens_view = MemoryView(short_term), MemoryView(sensory)
         ctx = RunnerContext(
@@ -399,7 +405,7 @@ class Runner:
         state.mark_completed()
         if signer is not None:
             signer.sign(ref, state)
-        self.store.put(ref, state)
+        store.put(ref, state)
         self._reach(Phase.AFTER_COMPLETE, ref.key, ref.seq, spec.name)
         stm_view.commit()
         sens_view.commit()
@@ -411,14 +417,14 @@ class Runner:
             next_seq={k: ks.next_seq for k, ks in self._keys.items()},
             short_term={k: ks.short_term.snapshot() for k, ks in self._keys.items()},
             outputs=list(self._emitted),
-            markers=[self.store.get_recovery_marker()],
+            markers=[self._store.get_recovery_marker()],
         )
         self._reach(Phase.CHECKPOINT)
         self.checkpoints.append(cp)
         # Checkpoint complete: states of finished inputs are no longer needed for recovery.
         for k, seq in cp.next_seq.items():
             if seq > 0:
-                self.store.prune_state(k, seq - 1)
+                self._store.prune_state(k, seq - 1)
 
 
 def _check_options(store: Any, codec: Any, mismatch: Any) -> None:
