@@ -164,6 +164,13 @@ def encode_frame(key: str, seq: int, action: str, header: bytes, calls: Sequence
     return json.dumps(envelope, separators=(",", ":")).encode() + b"\n" + header + b"".join(calls)
 
 
+def _index(text: str) -> int | None:
+    """A call index, length or sequence number written by this store, or None. ``str.isdigit`` alone
+    admits non-ASCII digits ('²') that ``int`` refuses, and a 5 000-digit run ``int`` cannot convert: either
+    used to stop a whole rebuild with a raw ValueError (spec LIM-8)."""
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 18 else None
+
+
 def decode_frame(value: bytes) -> tuple[str, int, str, bytes, list[bytes]]:
     """Split an ``S`` record's value; raises ValueError with a reason when it is not a frame."""
     newline = value.find(b"\n")
@@ -601,10 +608,10 @@ class KafkaStore:
                 index: int | None = None
                 if kind == "C":
                     sk, _, idx = rest.rpartition("|")
-                    if not sk or not idx.isdigit():
-                        bad_keys.append(f"{kkey!r}@{part}:{msg.offset()}")
+                    index = _index(idx)
+                    if not sk or index is None:
+                        bad_keys.append(f"{kkey[:200]!r}@{part}:{msg.offset()}")
                         return
-                    index = int(idx)
                 elif kind in ("S", "T") and rest:
                     sk = rest
                 else:
@@ -628,10 +635,11 @@ class KafkaStore:
                     state.slots[index] = bytes(value)
                 else:
                     text = bytes(value).decode("ascii", "replace")
-                    if not text.isdigit():
-                        state.problem = (f"truncation record {kkey!r} holds {text[:40]!r}, not a length", None)
+                    keep = _index(text)
+                    if keep is None:
+                        state.problem = (f"truncation record {kkey[:200]!r} holds {text[:40]!r}, not a length", None)
                         return
-                    for i in [i for i in state.slots if i >= int(text)]:
+                    for i in [i for i in state.slots if i >= keep]:
                         del state.slots[i]
 
             ends = self._replay(apply)
@@ -665,8 +673,7 @@ class KafkaStore:
             for name, raw in msg.headers() or []:
                 if name in ("key", "seq", "action") and isinstance(raw, bytes):
                     located[name] = raw.decode("utf-8", "replace")
-            seq_text = located.get("seq", "")
-            return _Replayed(located.get("key"), int(seq_text) if seq_text.isdigit() else None,
+            return _Replayed(located.get("key"), _index(located.get("seq", "")),
                              located.get("action"), b"", {}, (f"unreadable action state record: {exc}", None))
         return _Replayed(key, seq, action, header, dict(enumerate(calls)))
 
