@@ -171,6 +171,19 @@ def _index(text: str) -> int | None:
     return int(text) if text.isascii() and text.isdigit() and len(text) <= 18 else None
 
 
+def parse_record_key(kkey: str) -> tuple[str, str, int | None] | None:
+    """``(kind, state key, call index)`` of a record key ``S|sk``, ``T|sk`` or ``C|sk|index``; None when
+    the key is none of these."""
+    kind, _, rest = kkey.partition("|")
+    if kind == "C":
+        sk, _, idx = rest.rpartition("|")
+        index = _index(idx)
+        return (kind, sk, index) if sk and index is not None else None
+    if kind in ("S", "T") and rest:
+        return kind, rest, None
+    return None
+
+
 def decode_frame(value: bytes) -> tuple[str, int, str, bytes, list[bytes]]:
     """Split an ``S`` record's value; raises ValueError with a reason when it is not a frame."""
     newline = value.find(b"\n")
@@ -604,19 +617,11 @@ class KafkaStore:
                 except (AttributeError, UnicodeDecodeError):
                     bad_keys.append(f"{raw_key!r}@{part}:{msg.offset()}")
                     return
-                kind, _, rest = kkey.partition("|")
-                index: int | None = None
-                if kind == "C":
-                    sk, _, idx = rest.rpartition("|")
-                    index = _index(idx)
-                    if not sk or index is None:
-                        bad_keys.append(f"{kkey[:200]!r}@{part}:{msg.offset()}")
-                        return
-                elif kind in ("S", "T") and rest:
-                    sk = rest
-                else:
-                    bad_keys.append(f"{kkey!r}@{part}:{msg.offset()}")
+                parsed = parse_record_key(kkey)
+                if parsed is None:
+                    bad_keys.append(f"{kkey[:200]!r}@{part}:{msg.offset()}")
                     return
+                kind, sk, index = parsed
                 if value is None:
                     log_keys.get(sk, {}).pop(kkey, None)
                     if kind == "S":
