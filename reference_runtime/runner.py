@@ -337,7 +337,13 @@ class Runner:
             for spec in self._by_type.get(event.type, []):
                 if previous is not None:
                     self._reach(Phase.BETWEEN_ACTIONS, key, seq, previous)
-                base_key = self.key_scheme.state_key(key, seq, spec.ref, event, 0)
+                try:
+                    base_key = self.key_scheme.state_key(key, seq, spec.ref, event, 0)
+                except (TypeError, ValueError) as exc:
+                    raise InvalidValueError(
+                        f"the {event.type!r} event for action {spec.name!r} (key={safe_repr(key)}, seq={seq}) cannot "
+                        f"be keyed by the {type(self.key_scheme).__name__} state-key scheme: {exc}; event attributes "
+                        "must be JSON values (base64-encode bytes)") from exc
                 occurrence = seen.get((spec.name, base_key), 0)
                 seen[(spec.name, base_key)] = occurrence + 1
                 state_key = (

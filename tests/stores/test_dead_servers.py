@@ -4,6 +4,7 @@ failure is one StoreFailedError naming the store and the operation, raised after
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -109,3 +110,26 @@ def test_redis_marker_without_epoch_checks_the_write_counter() -> None:
     with pytest.raises(StoreDataLostError):
         store.rebuild_state([{"writes": 5}])
     store.rebuild_state([{"writes": 0}])
+
+
+def test_dead_kafka_broker_stops_the_run_with_one_error() -> None:
+    """FAIL-1/FAIL-2: a broker that dies mid-run is one StoreFailedError naming the topic's URL."""
+    from .tansu import start_tansu
+
+    started = start_tansu()
+    if started is None:
+        pytest.skip("Tansu broker unavailable")
+    bootstrap, stop = started
+    from reference_runtime.stores.kafka import KafkaStore
+
+    store = KafkaStore(bootstrap, f"durable-{uuid.uuid4().hex[:16]}", timeout=2.0)
+    HOOK[:] = [stop]
+    try:
+        with pytest.raises(StoreFailedError) as info:
+            Runner(Steps, store).run([(f"k{i}", i) for i in range(20)])
+        assert info.value.store == store.url
+    finally:
+        HOOK.clear()
+        stop()
+        with contextlib.suppress(Exception):
+            store.close()
