@@ -101,15 +101,24 @@ _LONG_TEXT = frozenset(b"IL")
 # stack or memo slot for a one-byte opcode.
 _PER_BYTE = 96
 # Runs of opcodes that cannot allocate beyond their own bytes, consumed at C speed: no argument, or a
-# fixed-size one. LONG_BINPUT (r), PUT (p) and STOP (.) are left to the Python loop below.
+# fixed-size one. LONG_BINPUT (r), PUT (p), STOP (.), BUILD (b) and the opcodes that name a global
+# (GLOBAL c, INST i, STACK_GLOBAL, EXT1/2/4) are left to the Python loop below, which notes them.
 _SIMPLE_RUN = re.compile(
-    b"(?:[(012N}a\\]bdelR)stu\x81\x85\x86\x87\x88\x89\x8f\x90\x91\x92\x93\x94\x97\x98oQ]"
-    b"|[Khq\x80\x82].|[M\x83]..|[Jj\x84]....|[G\x95].{8})*",
+    b"(?:[(012N}a\\]delR)stu\x81\x85\x86\x87\x88\x89\x8f\x90\x91\x92\x94\x97\x98oQ]"
+    b"|[Khq\x80].|M..|[Jj]....|[G\x95].{8})*",
     re.DOTALL,
 )
+_EXT = {0x82: 1, 0x83: 2, 0x84: 4}
 
 
-def _scan(body: bytes, limits: DecodeLimits) -> None:
+class _Shape(NamedTuple):
+    """What the scan found: whether the pickle names a global, and whether it uses BUILD."""
+
+    globals: bool
+    build: bool
+
+
+def _scan(body: bytes, limits: DecodeLimits) -> _Shape:
     """Walk the opcodes of a pickle without building anything and refuse what would allocate beyond
     ``limits``: memo indexes no pickler produces (``LONG_BINPUT 100000000`` makes the C loader allocate
     1.5 GB for its memo table), oversized integers, and payloads whose objects exceed the memory budget."""
@@ -122,6 +131,7 @@ def _scan(body: bytes, limits: DecodeLimits) -> None:
     max_long_bytes = limits.max_int_digits * 10 // 24 + 1  # 2.4 decimal digits per byte
     match = _SIMPLE_RUN.match
     i = 0
+    names_global = build = False
     while True:
         i = match(body, i).end()  # type: ignore[union-attr]  # the pattern matches the empty string
         if i >= end:
@@ -129,8 +139,15 @@ def _scan(body: bytes, limits: DecodeLimits) -> None:
         op = body[i]
         i += 1
         if op == 0x2E:  # STOP
-            return
-        if op == 0x72:  # LONG_BINPUT: a memo index beyond the payload's length is no pickler's output
+            return _Shape(names_global, build)
+        if op == 0x62:  # BUILD
+            build = True
+        elif op == 0x93:  # STACK_GLOBAL
+            names_global = True
+        elif op in _EXT:
+            names_global = True
+            i += _EXT[op]
+        elif op == 0x72:  # LONG_BINPUT: a memo index beyond the payload's length is no pickler's output
             if i + 4 > end or int.from_bytes(body[i : i + 4], "little") > end:
                 raise PayloadLimitError(f"memo index at byte {i - 1} is out of range")
             i += 4
@@ -148,6 +165,7 @@ def _scan(body: bytes, limits: DecodeLimits) -> None:
                 if nl < 0:
                     raise PayloadDecodeError(f"unterminated argument at byte {at - 1}")
                 i = nl + 1
+            names_global = names_global or op in (0x63, 0x69)  # GLOBAL, INST
             if op in _LONG_TEXT and i - at > limits.max_int_digits + 2:
                 raise PayloadLimitError(f"integer at byte {at - 1} exceeds max_int_digits={limits.max_int_digits}")
             if op == 0x70:  # PUT with a decimal index
@@ -189,6 +207,53 @@ def _check_shape(value: Any, limits: DecodeLimits) -> None:
         stack.extend((c, depth + 1) for c in children if isinstance(c, _SHAPED))
 
 
+# Globals that cannot build anything larger than their arguments: a pickle naming only these (and no BUILD)
+# is loaded by the C unpickler; any other admitted global goes through the guarded loader below.
+_INERT: frozenset[tuple[str, str]] = frozenset(
+    {("builtins", n) for n in ("int", "float", "complex", "bool", "NoneType", "slice", "object", "str")}
+    | {("datetime", n) for n in ("datetime", "date", "time", "timedelta", "timezone")}
+    | {("decimal", "Decimal"), ("fractions", "Fraction"), ("uuid", "UUID")}
+)
+
+
+class _NeedsGuard(Exception):
+    """The payload names a global that may allocate when called: load it with the guarded loader."""
+
+
+def _admitted_exception(module: str, name: str) -> type[Exception] | None:
+    # Exception classes are admitted only from modules that are already imported: resolving them must not
+    # import (and so execute) anything new. Only Exception subclasses: a SystemExit or KeyboardInterrupt
+    # replayed from a record would stop the recovering process (spec PAY-6).
+    mod = sys.modules.get(module)
+    if mod is not None and "." not in name:
+        obj = getattr(mod, name, None)
+        if isinstance(obj, type) and issubclass(obj, Exception):
+            return obj
+    return None
+
+
+def _refuse(module: str, name: str) -> UntrustedPayloadError:
+    return UntrustedPayloadError(
+        f"payload refers to {module}.{name}, which the restricted loader does not admit "
+        "(allow it with allowed_classes=, or opt in to trusted=True)"
+    )
+
+
+class _InertUnpickler(pickle.Unpickler):
+    """The C unpickler for payloads without BUILD whose globals are exception classes or inert value types:
+    nothing it can call allocates beyond its arguments, so no call needs checking (benchmark P4)."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _INERT:
+            return super().find_class(module, name)
+        exc = _admitted_exception(module, name)
+        if exc is not None:
+            return exc
+        if (module, name) in _SAFE_GLOBALS:
+            raise _NeedsGuard
+        raise _refuse(module, name)
+
+
 def _allocating_base(func: Any) -> type | None:
     return func if isinstance(func, type) and issubclass(func, bytes | bytearray) else None
 
@@ -215,18 +280,10 @@ class _RestrictedUnpickler(_PyUnpickler):  # type: ignore[misc]
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) in _SAFE_GLOBALS or f"{module}.{name}" in self._allowed:
             return super().find_class(module, name)
-        # Exception classes are admitted only from modules that are already imported: resolving them
-        # must not import (and so execute) anything new. Only Exception subclasses: a SystemExit or
-        # KeyboardInterrupt replayed from a record would stop the recovering process (spec PAY-6).
-        mod = sys.modules.get(module)
-        if mod is not None and "." not in name:
-            obj = getattr(mod, name, None)
-            if isinstance(obj, type) and issubclass(obj, Exception):
-                return obj
-        raise UntrustedPayloadError(
-            f"payload refers to {module}.{name}, which the restricted loader does not admit "
-            "(allow it with allowed_classes=, or opt in to trusted=True)"
-        )
+        exc = _admitted_exception(module, name)
+        if exc is not None:
+            return exc
+        raise _refuse(module, name)
 
     def _check_args(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         limits = self._limits
@@ -312,22 +369,9 @@ def _name(obj: Any) -> str:
     return str(getattr(obj, "__qualname__", None) or type(obj).__name__)
 
 
-# The only opcodes through which a pickle reaches anything callable: GLOBAL, INST, STACK_GLOBAL and
-# EXT1/2/4 all resolve a global (PERSID needs a persistent_load, which plain loads refuses). REDUCE, BUILD,
-# NEWOBJ and OBJ act only on what those put on the stack. A payload in which none of these bytes occurs
-# anywhere, even inside its data, holds plain data only and is safe to load without the restricted loader
-# once :func:`_scan` has bounded what it allocates.
-_GLOBAL_OPCODES = (b"c", b"i", b"\x93", b"\x82", b"\x83", b"\x84")
 # Opcodes that open or wrap a container: a payload with no more of these bytes than max_depth cannot
 # build anything nested deeper, so the walk of the loaded value is skipped (benchmark P4).
 _NESTING_OPCODES = (b"(", b"]", b"}", b")", b"\x8f", b"\x85", b"\x86", b"\x87")
-
-
-def _names_globals(body: bytes) -> bool:
-    # bytes.find is a memchr: far faster than one regex character-class search over the payload. The
-    # 8-byte length of a leading FRAME is skipped: its bytes are often 'c' or 'i' (a 99 or 105 byte frame).
-    start = 11 if body.startswith(b"\x80\x05\x95") or body.startswith(b"\x80\x04\x95") else 0
-    return any(body.find(op, start) >= 0 for op in _GLOBAL_OPCODES)
 
 
 def _may_exceed_shape(body: bytes, limits: DecodeLimits) -> bool:
@@ -413,11 +457,11 @@ class CloudpickleCodec:
                 f"payload of {len(data)} bytes exceeds max_payload_bytes={limits.max_payload_bytes}")
         body = self._open(data, binding)
         try:
-            _scan(body, limits)
-            if self.trusted or not _names_globals(body):
+            shape = _scan(body, limits)
+            if self.trusted or not shape.globals:
                 value = pickle.loads(body)
             else:
-                value = _RestrictedUnpickler(body, self.allowed_classes, limits).load()
+                value = self._restricted(body, shape, limits)
         except PayloadDecodeError:
             raise
         except Exception as exc:
@@ -426,6 +470,14 @@ class CloudpickleCodec:
         if isinstance(value, _SHAPED) and _may_exceed_shape(body, limits):
             _check_shape(value, limits)
         return value
+
+    def _restricted(self, body: bytes, shape: _Shape, limits: DecodeLimits) -> Any:
+        if not shape.build and not self.allowed_classes:
+            try:
+                return _InertUnpickler(io.BytesIO(body)).load()
+            except _NeedsGuard:
+                pass
+        return _RestrictedUnpickler(body, self.allowed_classes, limits).load()
 
     def encode_result(self, value: Any, *, binding: RecordBinding | None = None) -> bytes:
         return self._seal(dumps(value), binding)
