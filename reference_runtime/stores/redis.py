@@ -102,8 +102,9 @@ class RedisStore:
     def from_url(cls, url: str, *, timeout: float = 5.0, namespace: str = "durable") -> RedisStore:
         """Connect to ``redis://HOST:PORT/DB``; fails within ``timeout`` seconds naming the URL and cause.
 
-        Every later operation on a dead or stalled server fails within ``2 * timeout`` (one attempt and one
-        retry on a fresh connection, spec FAIL-2): the client's default retries multiply to minutes."""
+        Every later operation on a stalled server fails within ``timeout`` (spec FAIL-2): a timeout is not
+        retried, a dropped connection is retried once on a fresh one (a dead server refuses it at once). The
+        client's default retries multiply to minutes."""
         parts = urlsplit(url)
         try:
             port = parts.port
@@ -115,7 +116,8 @@ class RedisStore:
         if not db.isdigit():
             raise StoreUrlError(f"store URL {url!r}: the database must be a number")
         client = redis.Redis(host=parts.hostname, port=port or 6379, db=int(db), socket_timeout=timeout,
-                             socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 1))
+                             socket_connect_timeout=timeout,
+                             retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)))
         try:
             client.ping()
         except redis.RedisError as exc:
