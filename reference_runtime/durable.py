@@ -133,6 +133,7 @@ class ActionExecution:
         self._action = self.ref.action.name
         self._where = (self.ref.key, self.ref.seq, self._action)
         self._reach = self.injector.recorder() if self.injector is not None else None
+        self._bound = bool(getattr(self.codec, "binds_records", False))
 
     # -- helpers ---------------------------------------------------------------------------------
     @property
@@ -166,7 +167,7 @@ class ActionExecution:
 
     def decode(self, record: CallResult, index: int) -> Outcome:
         try:
-            if getattr(self.codec, "binds_records", False):
+            if self._bound:
                 return self.decode_bound(record, index)
             if record.exception_payload is not None and record.effective_status.value == "FAILED":
                 return Outcome.failure(self.codec.decode_exception(record.exception_payload))
@@ -198,7 +199,7 @@ class ActionExecution:
 
     def encode(self, fid: str, digest: str, outcome: Outcome, index: int) -> CallResult:
         try:
-            if getattr(self.codec, "binds_records", False):
+            if self._bound:
                 codec: Any = self.codec
                 if outcome.error is not None:
                     return CallResult.failed(fid, digest, codec.encode_exception(
