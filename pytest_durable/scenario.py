@@ -58,12 +58,18 @@ def parse_crash(text: str) -> CrashAt:
         phases = ", ".join(p.value for p in Phase)
         raise ScheduleSyntaxError(f"crash selector {text!r}: unknown phase (one of {phases})") from None
     fields: dict[str, str] = {}
-    for name, value in parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)):
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
+    except ValueError as exc:
+        raise ScheduleSyntaxError(f"crash selector {text!r}: the part after '?' must be name=value pairs joined "
+                                  f"by '&' ({exc})") from None
+    for name, value in pairs:
         if name not in ("key", "seq", "action", "nth") or name in fields:
             raise ScheduleSyntaxError(f"crash selector {text!r}: unknown or repeated field {name!r}")
         fields[name] = value
     for name in ("seq", "nth"):
-        if name in fields and not fields[name].isdigit():
+        # isascii: str.isdigit admits digits such as '²' that int() refuses; 18 digits keep int() cheap.
+        if name in fields and not (fields[name].isascii() and fields[name].isdigit() and len(fields[name]) <= 18):
             raise ScheduleSyntaxError(f"crash selector {text!r}: {name} must be a non-negative integer")
     nth = int(fields.get("nth", "1"))
     if nth < 1:

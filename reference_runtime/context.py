@@ -11,6 +11,7 @@ from .events import Event
 from .memory import MemoryObject, check_action_access
 from .retry import RetryPolicy
 from .two_phase import TwoPhaseCommit, check_arguments, execute_two_phase, execute_two_phase_async, is_two_phase
+from .values import check_value
 
 if TYPE_CHECKING:
     from .batch import DurableCall
@@ -86,6 +87,9 @@ class RunnerContext:
         check_action_access(self._owner, "send_event")
         if not isinstance(event, Event):
             raise TypeError(f"send_event expects an Event, got {type(event).__name__}")
+        ref = self._execution.ref
+        check_value(event.attributes, f"attributes of the {event.type!r} event sent by action "
+                                      f"{ref.action.name!r} (key={ref.key!r}, seq={ref.seq})")
         self.sent.append(event)
 
     def durable_execute(

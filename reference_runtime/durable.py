@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from .clock import Clock, SystemClock
-from .codecs import PayloadCodec
-from .errors import DurableError, Location, NondeterminismError, PayloadDecodeError
+from .codecs import PayloadCodec, RecordBinding
+from .errors import DurableError, Location, NondeterminismError, PayloadDecodeError, SignatureError
 from .faults import FaultInjector, FaultPoint, Phase
 from .identity import CallContext, CallId, args_digest, function_id
 from .memory import _in_durable_call as _current_call
@@ -133,6 +133,7 @@ class ActionExecution:
         self._action = self.ref.action.name
         self._where = (self.ref.key, self.ref.seq, self._action)
         self._reach = self.injector.recorder() if self.injector is not None else None
+        self._bound = bool(getattr(self.codec, "binds_records", False))
 
     # -- helpers ---------------------------------------------------------------------------------
     @property
@@ -161,8 +162,13 @@ class ActionExecution:
         del self.records[index:]
         self.store.truncate_call_results(self.ref, index)
 
+    def binding(self, index: int, fid: str, digest: str, kind: str) -> RecordBinding:
+        return RecordBinding(self.ref.key, self.ref.seq, self._action, index, fid, digest, kind)
+
     def decode(self, record: CallResult, index: int) -> Outcome:
         try:
+            if self._bound:
+                return self.decode_bound(record, index)
             if record.exception_payload is not None and record.effective_status.value == "FAILED":
                 return Outcome.failure(self.codec.decode_exception(record.exception_payload))
             if record.result_payload is None:
@@ -176,8 +182,30 @@ class ActionExecution:
                 self.location(index),
             ) from exc
 
+    def decode_bound(self, record: CallResult, index: int) -> Outcome:
+        """Signed payloads: each verifies only in the record it was written for (spec SIG-1), and a
+        terminal record must carry one (an unsigned record could otherwise replay as ``None``)."""
+        codec: Any = self.codec
+        fid, digest = record.function_id, record.args_digest
+        if record.effective_status.value == "FAILED":
+            if record.exception_payload is None:
+                raise SignatureError("a FAILED record has no signed exception payload")
+            return Outcome.failure(codec.decode_exception(
+                record.exception_payload, binding=self.binding(index, fid, digest, "exception")))
+        if record.result_payload is None or record.exception_payload is not None:
+            raise SignatureError("a SUCCEEDED record must hold exactly one signed result payload")
+        return Outcome.success(codec.decode_result(
+            record.result_payload, binding=self.binding(index, fid, digest, "result")))
+
     def encode(self, fid: str, digest: str, outcome: Outcome, index: int) -> CallResult:
         try:
+            if self._bound:
+                codec: Any = self.codec
+                if outcome.error is not None:
+                    return CallResult.failed(fid, digest, codec.encode_exception(
+                        outcome.error, binding=self.binding(index, fid, digest, "exception")))
+                return CallResult.succeeded(fid, digest, codec.encode_result(
+                    outcome.value, binding=self.binding(index, fid, digest, "result")))
             if outcome.error is not None:
                 return CallResult.failed(fid, digest, self.codec.encode_exception(outcome.error))
             return _new(CallResult, (fid, digest, self.codec.encode_result(outcome.value), None, _SUCCEEDED))

@@ -131,3 +131,47 @@ class EventClassError(LocatedError):
 class UnsupportedFeatureError(DurableError):
     """An agent uses a feature the in-process runtime cannot honour (spec FA-5): the message names the
     feature and how a test supplies a fake instead."""
+
+class RecordLimitError(CorruptRecordError):
+    """A record exceeds a decode limit (:class:`~reference_runtime.limits.DecodeLimits`): size, nesting
+    depth, integer digits, container length or memory budget (spec LIM-1)."""
+
+
+class PayloadLimitError(PayloadDecodeError, RecordLimitError):
+    """A call result's payload exceeds a decode limit (spec LIM-1)."""
+
+
+class SignatureError(PayloadDecodeError):
+    """With an HMAC key: a payload or action-state header is unsigned, tampered, or signed for another
+    record (spec SIG-1, SIG-2)."""
+
+
+class InvalidValueError(DurableError, TypeError, ValueError):
+    """A key, input, event attribute or memory value the runtime cannot store: a self-reference, nesting
+    beyond the depth limit, a lone surrogate, an integer too long to write, or a type stores do not hold.
+    The message names the value's path and the fix (spec PAY-7)."""
+
+
+class ConfigError(DurableError, TypeError, ValueError):
+    """A runner option or config key has a value of the wrong type or out of range; the message names the
+    option and what it accepts (spec PAY-8)."""
+
+
+class StoreFailedError(StoreError):
+    """A store operation failed during a run; the runner stops at once with this one error (spec FAIL-1).
+    ``store`` names the store (its URL), ``operation`` the method, ``cause`` the store's own error."""
+
+    def __init__(self, store: str, operation: str, cause: BaseException, location: Location | None = None) -> None:
+        self.store = store
+        self.operation = operation
+        self.cause = cause
+        self.location = location or Location()
+        where = f" [{location}]" if location is not None else ""
+        super().__init__(f"store {store} failed during {operation}{where}: {cause}; the run stopped at the first "
+                         "store failure")
+
+
+class StoreDataLostError(StoreError):
+    """Recovery found that the store lost data written before the checkpoint being restored (a Redis
+    server restarted without persistence, a truncated Kafka topic); recovering would repeat completed
+    durable calls, so it is refused (spec FAIL-4)."""

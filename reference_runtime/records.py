@@ -86,6 +86,8 @@ class ActionState:
     output_events: list[Event] = field(default_factory=list)
     call_results: list[CallResult] = field(default_factory=list)
     completed: bool = False
+    signature: bytes | None = None
+    """With an HMAC key: the MAC binding this header to its key, seq, action and state key (spec SIG-2)."""
 
     def mark_completed(self) -> None:
         """Completion clears the call results: a completed action is skipped whole on recovery."""

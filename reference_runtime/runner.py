@@ -26,14 +26,18 @@ from .clock import Clock, SystemClock, let_time_pass
 from .codecs import CloudpickleCodec, PayloadCodec, default_codec
 from .context import RunnerContext
 from .durable import ActionExecution, JournalEntry, MismatchMode
-from .errors import ActionFailedError, DurableError, Location
+from .errors import ActionFailedError, ConfigError, DurableError, InvalidValueError, Location, StoreError
 from .events import Event, InputEvent, OutputEvent
 from .faults import FaultInjector, FaultPoint, Phase, SimulatedCrash
 from .key_schemes import KeyScheme, get_key_scheme
+from .limits import safe_repr
 from .memory import FlatMemory, MemoryObject, MemorySnapshot, MemoryView
 from .records import ActionRef, ActionState, StateRef
+from .signing import StateSigner
 from .snapshots import Layered, Prefix
 from .stores.base import ActionStateStore, RecoveryMarker
+from .stores.failfast import FailFastStore
+from .values import check_text, check_value
 
 _INPUT_NAMESPACE = uuid.UUID("6f6b1d1e-3a43-4c59-9a4f-64757261626c")
 
@@ -204,10 +208,12 @@ class Runner:
             from .stores.memory import InMemoryStore
 
             store = InMemoryStore()
+        _check_options(store, codec, mismatch)
         self.agent: type[Agent] = agent
         self.resources: Mapping[str, Any] = dict(resources or {})
         self.store = store
         self.codec = codec or default_codec()
+        self._signer = StateSigner.for_codec(self.codec)
         self.mismatch: MismatchMode = mismatch
         self.config: dict[str, Any] = {**agent.config, **(config or {})}
         self.injector = injector
@@ -218,7 +224,7 @@ class Runner:
         self.reopen_store = reopen_store
         self.clock: Clock = clock or SystemClock()
         # Durable work is mostly I/O-bound; the pool must not be what caps tool-call.parallelism.
-        self.async_threads = async_threads or int(self.config.get("num-async-threads", 32))
+        self.async_threads = async_threads or _thread_count(self.config.get("num-async-threads", 32))
         self.actions: list[ActionSpec] = agent.actions() + agent.builtin_actions()
         self._sync = not any(spec.is_async for spec in self.actions)
         self._by_type: dict[str, list[ActionSpec]] = {}
@@ -266,7 +272,7 @@ class Runner:
     # -- public API ------------------------------------------------------------------------------------
     def run(self, inputs: Iterable[tuple[str, Any]] = (), *, max_failovers: int = 100) -> RunResult:
         """Process ``inputs`` (appended to the input log) to the end, failing over after every crash."""
-        self.inputs.extend((str(k), v) for k, v in inputs)
+        self.inputs.extend(_checked_inputs(inputs, len(self.inputs)))
         # One event loop for the run and all its recoveries: creating one costs as much as ten durable
         # calls, and a crash scenario fails over at least once (benchmark P4).
         loop = None if self._sync else asyncio.new_event_loop()
@@ -342,6 +348,8 @@ class Runner:
     # -- processing ------------------------------------------------------------------------------------
     async def _process(self, pool: ThreadPoolExecutor | None) -> None:
         self._owner = threading.get_ident()
+        # Every store access of the run goes through the gate: the first store failure stops it (FAIL-1).
+        self._store = FailFastStore(self.store)
         while self._offset < len(self.inputs):
             end = len(self.inputs)
             if self.checkpoint_every is not None:
@@ -367,8 +375,8 @@ class Runner:
             for k, vs in by_key.items():
                 try:
                     await self._run_key(k, vs, pool)
-                except (KeyboardInterrupt, SystemExit):
-                    raise  # as a task does: these stop everything at once
+                except (KeyboardInterrupt, SystemExit, StoreError):
+                    raise  # these stop everything at once: a failed store is not retried key by key (FAIL-1)
                 except BaseException as exc:  # re-raised below, after the other keys have run
                     failure = failure or exc
             if failure is not None:
@@ -377,6 +385,8 @@ class Runner:
         tasks = [asyncio.create_task(self._run_key(k, vs, pool)) for k, vs in by_key.items()]
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            if self._store.failure is not None:
+                raise self._store.failure
             for t in done:
                 if t.exception() is not None:
                     raise t.exception()  # type: ignore[misc]
@@ -408,7 +418,13 @@ class Runner:
             for spec in self._by_type.get(event.type, []):
                 if previous is not None:
                     self._reach(Phase.BETWEEN_ACTIONS, key, seq, previous)
-                base_key = self.key_scheme.state_key(key, seq, spec.ref, event, 0)
+                try:
+                    base_key = self.key_scheme.state_key(key, seq, spec.ref, event, 0)
+                except (TypeError, ValueError) as exc:
+                    raise InvalidValueError(
+                        f"the {event.type!r} event for action {spec.name!r} (key={safe_repr(key)}, seq={seq}) cannot "
+                        f"be keyed by the {type(self.key_scheme).__name__} state-key scheme: {exc}; event attributes "
+                        "must be JSON values (base64-encode bytes)") from exc
                 occurrence = seen.get((spec.name, base_key), 0)
                 seen[(spec.name, base_key)] = occurrence + 1
                 state_key = (
@@ -423,15 +439,21 @@ class Runner:
 
     async def _run_action(self, spec: ActionSpec, ref: StateRef, short_term: FlatMemory, sensory: FlatMemory,
                           pool: ThreadPoolExecutor | None) -> list[Event]:
-        state = self.store.get(ref)
+        signer = self._signer
+        store = self._store
+        state = store.get(ref)
+        if state is not None and signer is not None:
+            signer.verify(ref, state)
         if state is not None and state.completed:
             short_term.apply(state.short_term_memory_updates)
             sensory.apply(state.sensory_memory_updates)
             return list(state.output_events)
         if state is None:
             state = ActionState(task_event=ref.event)
-            self.store.put(ref, state)
-        execution = ActionExecution(ref, self.store, self.codec, state, self.mismatch, self.injector, pool,
+            if signer is not None:
+                signer.sign(ref, state)
+            store.put(ref, state)
+        execution = ActionExecution(ref, store, self.codec, state, self.mismatch, self.injector, pool,
                                     clock=self.clock, failovers=self.failovers)
         stm_view, sens_view = MemoryView(short_term), MemoryView(sensory)
         ctx = RunnerContext(
@@ -469,7 +491,9 @@ class Runner:
         state.sensory_memory_updates = sens_view.log
         state.output_events = list(ctx.sent)
         state.mark_completed()
-        self.store.put(ref, state)
+        if signer is not None:
+            signer.sign(ref, state)
+        store.put(ref, state)
         self._reach(Phase.AFTER_COMPLETE, ref.key, ref.seq, spec.name)
         stm_view.commit()
         sens_view.commit()
@@ -485,7 +509,7 @@ class Runner:
             next_seq=next_seq.push({k: self._keys[k].next_seq for k in touched}),
             short_term=short_term.push({k: self._keys[k].short_term.freeze() for k in touched}),
             outputs=Prefix(self._emitted),
-            markers=[self.store.get_recovery_marker()],
+            markers=[self._store.get_recovery_marker()],
         )
         self._reach(Phase.CHECKPOINT)
         self.checkpoints.append(cp)
@@ -495,7 +519,44 @@ class Runner:
         for k in touched:
             seq = cp.next_seq[k]
             if seq > 0:
-                self.store.prune_state(k, seq - 1)
+                self._store.prune_state(k, seq - 1)
+
+
+def _check_options(store: Any, codec: Any, mismatch: Any) -> None:
+    """Refuse options of the wrong kind up front, naming the option and the fix (spec PAY-8)."""
+    if isinstance(store, str):
+        raise ConfigError(f"store={store!r} is a string; Runner takes a store object: pass "
+                          f"reference_runtime.stores.urls.open_store({store!r})")
+    if not isinstance(store, ActionStateStore):
+        raise ConfigError(f"store must implement ActionStateStore (put, get, put_call_results, ...), got a "
+                          f"{type(store).__name__}")
+    if codec is not None and not isinstance(codec, PayloadCodec):
+        raise ConfigError(f"codec must implement PayloadCodec (name, encode_result, decode_result, encode_exception,"
+                          f" decode_exception), got a {type(codec).__name__}; e.g. CloudpickleCodec()")
+    if mismatch not in ("lenient", "strict"):
+        raise ConfigError(f"mismatch={safe_repr(mismatch)} is not a mismatch mode; use 'lenient' or 'strict'")
+
+
+def _thread_count(raw: Any) -> int:
+    try:
+        count = int(raw) if isinstance(raw, int | str) and not isinstance(raw, bool) else None
+    except ValueError:
+        count = None
+    if count is None or count < 1:
+        raise ConfigError(f"config num-async-threads={safe_repr(raw)} is not a positive integer; e.g. 32")
+    return count
+
+
+def _checked_inputs(inputs: Iterable[tuple[str, Any]], start: int) -> list[tuple[str, Any]]:
+    checked = []
+    for n, item in enumerate(inputs, start):
+        if not (isinstance(item, tuple | list) and len(item) == 2):
+            raise InvalidValueError(f"input #{n} is {safe_repr(item)}; inputs are (key, value) pairs")
+        key = str(item[0])
+        check_text(key, f"the key of input #{n}")
+        check_value(item[1], f"input #{n} (key={safe_repr(key)})")
+        checked.append((key, item[1]))
+    return checked
 
 
 def run_agent(agent: type[Agent] | Any, inputs: Iterable[tuple[str, Any]], **options: Any) -> RunResult:

@@ -102,7 +102,7 @@ from ..errors import CorruptRecordError, Location, StoreError, StoreUrlError
 from ..records import ActionState, CallResult, StateRef
 from .base import RecoveryMarker
 from .kafka_flink_format import FLINK_AGENTS, FORMATS, NATIVE, partition_for
-from .kafka_native_format import c_key, decode_frame, encode_frame, s_key, t_key
+from .kafka_native_format import _index, c_key, decode_frame, encode_frame, parse_record_key, s_key, t_key
 from .keyindex import KeyIndex
 from .native import decode_call_result, decode_state, encode_call_result, encode_state
 
@@ -591,19 +591,11 @@ class KafkaStore:
                 except (AttributeError, UnicodeDecodeError):
                     bad_keys.append(f"{raw_key!r}@{part}:{msg.offset()}")
                     return
-                kind, _, rest = kkey.partition("|")
-                index: int | None = None
-                if kind == "C":
-                    sk, _, idx = rest.rpartition("|")
-                    if not sk or not idx.isdigit():
-                        bad_keys.append(f"{kkey!r}@{part}:{msg.offset()}")
-                        return
-                    index = int(idx)
-                elif kind in ("S", "T") and rest:
-                    sk = rest
-                else:
-                    bad_keys.append(f"{kkey!r}@{part}:{msg.offset()}")
+                parsed = parse_record_key(kkey)
+                if parsed is None:
+                    bad_keys.append(f"{kkey[:200]!r}@{part}:{msg.offset()}")
                     return
+                kind, sk, index = parsed
                 if value is None:
                     log_keys.get(sk, {}).pop(kkey, None)
                     if kind == "S":
@@ -622,10 +614,11 @@ class KafkaStore:
                     state.slots[index] = bytes(value)
                 else:
                     text = bytes(value).decode("ascii", "replace")
-                    if not text.isdigit():
-                        state.problem = (f"truncation record {kkey!r} holds {text[:40]!r}, not a length", None)
+                    keep = _index(text)
+                    if keep is None:
+                        state.problem = (f"truncation record {kkey[:200]!r} holds {text[:40]!r}, not a length", None)
                         return
-                    for i in [i for i in state.slots if i >= int(text)]:
+                    for i in [i for i in state.slots if i >= keep]:
                         del state.slots[i]
 
             ends = self._replay(apply)
@@ -660,8 +653,7 @@ class KafkaStore:
             for name, raw in msg.headers() or []:
                 if name in ("key", "seq", "action") and isinstance(raw, bytes):
                     located[name] = raw.decode("utf-8", "replace")
-            seq_text = located.get("seq", "")
-            return _Replayed(located.get("key"), int(seq_text) if seq_text.isdigit() else None,
+            return _Replayed(located.get("key"), _index(located.get("seq", "")),
                              located.get("action"), b"", {}, (f"unreadable action state record: {exc}", None))
         return _Replayed(key, seq, action, header, dict(enumerate(calls)))
 

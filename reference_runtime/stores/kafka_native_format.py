@@ -57,3 +57,23 @@ def decode_frame(value: bytes) -> tuple[str, int, str, bytes, list[bytes]]:
         parts.append(bytes(body[pos:pos + n]))
         pos += n
     return key, seq, action, parts[0], parts[1:]
+
+
+def _index(text: str) -> int | None:
+    """A call index, length or sequence number written by this store, or None. ``str.isdigit`` alone
+    admits non-ASCII digits ('²') that ``int`` refuses, and a 5 000-digit run ``int`` cannot convert: either
+    used to stop a whole rebuild with a raw ValueError (spec LIM-8)."""
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 18 else None
+
+
+def parse_record_key(kkey: str) -> tuple[str, str, int | None] | None:
+    """``(kind, state key, call index)`` of a record key ``S|sk``, ``T|sk`` or ``C|sk|index``; None when
+    the key is none of these."""
+    kind, _, rest = kkey.partition("|")
+    if kind == "C":
+        sk, _, idx = rest.rpartition("|")
+        index = _index(idx)
+        return (kind, sk, index) if sk and index is not None else None
+    if kind in ("S", "T") and rest:
+        return kind, rest, None
+    return None

@@ -14,11 +14,14 @@ import math
 import uuid
 from typing import Any
 
-from ..errors import CorruptRecordError, EventClassError, Location
+from ..errors import CorruptRecordError, EventClassError, Location, RecordLimitError
 from ..events import BASE_EVENT_CLASS, Event, builtin_class, rebuild_event
+from ..limits import decode_limits, parse_json, safe_repr
 from ..records import ActionState, CallResult, CallStatus, MemoryUpdate
 
 FORMAT_VERSION = 1
+# A hard cap below Python's recursion limit for the recursive value decoder, whatever limits are set.
+_MAX_VALUE_DEPTH = 400
 
 
 def _enc(value: Any, path: str) -> Any:
@@ -34,26 +37,30 @@ def _enc(value: Any, path: str) -> Any:
         out: dict[str, Any] = {}
         for k, v in value.items():
             if not isinstance(k, str):
-                raise TypeError(f"cannot store a non-string dict key {k!r} at {path}")
+                raise TypeError(f"cannot store a non-string dict key {safe_repr(k)} at {path}")
             out[k] = _enc(v, f"{path}[{k!r}]")
         return {"$map": out}
     raise TypeError(f"cannot store a {type(value).__name__} at {path}")
 
 
-def _dec(value: Any, path: str, loc: Location) -> Any:
+def _dec(value: Any, path: str, loc: Location, depth: int = 0) -> Any:
     if value is None or isinstance(value, bool | int | float | str):
         return value
+    if depth > _MAX_VALUE_DEPTH:
+        # parse_json already bounds the document; this keeps the recursion below far from Python's limit
+        # whatever limits are configured (spec LIM-3).
+        raise RecordLimitError(f"value at {path[:120]} nests deeper than {_MAX_VALUE_DEPTH}", loc)
     if isinstance(value, list):
-        return [_dec(v, f"{path}[{i}]", loc) for i, v in enumerate(value)]
+        return [_dec(v, f"{path}[{i}]", loc, depth + 1) for i, v in enumerate(value)]
     if isinstance(value, dict) and len(value) == 1:
         ((tag, inner),) = value.items()
         if tag == "$map" and isinstance(inner, dict):
-            return {k: _dec(v, f"{path}[{k!r}]", loc) for k, v in inner.items()}
+            return {k: _dec(v, f"{path}[{safe_repr(k)}]", loc, depth + 1) for k, v in inner.items()}
         if tag == "$bytes" and isinstance(inner, str):
             return _b64(inner, path, loc)
         if tag == "$float" and inner in ("nan", "inf", "-inf"):
             return float(inner)
-    raise CorruptRecordError(f"unreadable value at {path}", loc)
+    raise CorruptRecordError(f"unreadable value at {path[:200]}", loc)
 
 
 def _b64(text: Any, path: str, loc: Location) -> bytes:
@@ -152,9 +159,9 @@ def _dec_updates(raw: Any, path: str, loc: Location) -> list[MemoryUpdate]:
     return out
 
 
-def encode_state(state: ActionState) -> bytes:
+def encode_state(state: ActionState, *, with_signature: bool = True) -> bytes:
     """The state without its call results (those are stored one by one)."""
-    doc = {
+    doc: dict[str, Any] = {
         "v": FORMAT_VERSION,
         "taskEvent": encode_event(state.task_event) if state.task_event is not None else None,
         "sensory": _enc_updates(state.sensory_memory_updates, "sensory"),
@@ -162,20 +169,19 @@ def encode_state(state: ActionState) -> bytes:
         "outputs": [encode_event(e) for e in state.output_events],
         "completed": state.completed,
     }
+    if with_signature and state.signature is not None:
+        doc["sig"] = base64.b64encode(state.signature).decode("ascii")
     return json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
 
 
 def _parse(data: bytes, what: str, loc: Location) -> Any:
     if not isinstance(data, bytes | bytearray | memoryview):
         raise CorruptRecordError(f"{what} is a {type(data).__name__}, not bytes", loc)
-    try:
-        return json.loads(bytes(data).decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise CorruptRecordError(f"{what} is not UTF-8 (byte offset {exc.start})", loc) from exc
-    except json.JSONDecodeError as exc:
-        raise CorruptRecordError(f"{what} is not JSON (offset {exc.pos}: {exc.msg})", loc) from exc
-    except RecursionError as exc:
-        raise CorruptRecordError(f"{what} nests too deeply", loc) from exc
+
+    def fail(message: str) -> CorruptRecordError:
+        return (RecordLimitError if "max_" in message else CorruptRecordError)(message, loc)
+
+    return parse_json(bytes(data), decode_limits(), fail, what)
 
 
 def decode_state(data: bytes, location: Location) -> ActionState:
@@ -183,11 +189,11 @@ def decode_state(data: bytes, location: Location) -> ActionState:
     doc = _parse(data, "action state", loc)
     if not isinstance(doc, dict):
         raise CorruptRecordError("action state is not a JSON object", loc)
-    unknown = set(doc) - {"v", "taskEvent", "sensory", "shortTerm", "outputs", "completed"}
+    unknown = set(doc) - {"v", "taskEvent", "sensory", "shortTerm", "outputs", "completed", "sig"}
     if unknown:
         raise CorruptRecordError(f"unknown fields {sorted(unknown)} in action state", loc)
     if doc.get("v") != FORMAT_VERSION:
-        raise CorruptRecordError(f"unsupported action state format version {doc.get('v')!r}", loc)
+        raise CorruptRecordError(f"unsupported action state format version {safe_repr(doc.get('v'))}", loc)
     task = doc.get("taskEvent")
     outputs = doc.get("outputs", [])
     if not isinstance(outputs, list):
@@ -202,6 +208,7 @@ def decode_state(data: bytes, location: Location) -> ActionState:
         output_events=[decode_event(e, f"$.outputs[{i}]", loc) for i, e in enumerate(outputs)],
         call_results=[],
         completed=completed,
+        signature=_b64(doc["sig"], "$.sig", loc) if "sig" in doc else None,
     )
 
 
@@ -230,7 +237,7 @@ def decode_call_result(data: bytes, location: Location) -> CallResult:
     try:
         parsed_status = CallStatus(status) if status is not None else None
     except ValueError as exc:
-        raise CorruptRecordError(f"unknown call status {status!r}", loc) from exc
+        raise CorruptRecordError(f"unknown call status {safe_repr(status)}", loc) from exc
     return CallResult(
         doc["f"],
         doc["d"],

@@ -10,24 +10,30 @@ key                             type    holds
 ``NS:calls:{state_key}``        list    one encoded call result per call index
 ``NS:bykey:{business_key}``     zset    state keys of a business key, scored by sequence number
 ``NS:writes``                   string  a counter incremented by every state write, truncation and drop
+``NS:epoch``                    string  a random id set once, when the first recovery marker is taken
 ==============================  ======  ==========================================================
 
-The recovery marker is ``{"writes": N}``. Redis keeps every state written after a checkpoint, and state keys
-include the sequence number, so ``rebuild_state`` has nothing to restore: a state written after the marker
-belongs to an input the restored runner processes again, and the STORE-4 rule (a miss hides larger sequence
-numbers) removes any that diverged.
+The recovery marker is ``{"writes": N, "epoch": E}``. Redis keeps every state written after a checkpoint, and
+state keys include the sequence number, so ``rebuild_state`` has nothing to restore: a state written after the
+marker belongs to an input the restored runner processes again, and the STORE-4 rule (a miss hides larger
+sequence numbers) removes any that diverged. It does check that the data is still there (spec FAIL-4): a
+server that restarted without persistence, or a flushed namespace, has lost the epoch key or counts fewer
+writes than the marker, and recovering from it would run completed durable calls again, so it refuses.
 """
 
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
-from ..errors import Location, StoreError, StoreUrlError
+from ..errors import Location, StoreDataLostError, StoreError, StoreUrlError
 from ..records import ActionState, CallResult, StateRef
 from .base import RecoveryMarker
 from .native import decode_call_result, decode_state, encode_call_result, encode_state
@@ -85,6 +91,12 @@ return removed
 """
 
 
+_MARK = """
+redis.call('SET', KEYS[1], ARGV[1], 'NX')
+return {redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2])}
+"""
+
+
 def _loc(ref: StateRef, index: int | None = None) -> Location:
     return Location(ref.key, ref.seq, ref.action.name, index)
 
@@ -105,10 +117,15 @@ class RedisStore:
         self._put_calls = client.register_script(_PUT_CALLS)
         self._truncate = client.register_script(_TRUNCATE)
         self._drop = client.register_script(_DROP)
+        self._mark = client.register_script(_MARK)
 
     @classmethod
     def from_url(cls, url: str, *, timeout: float = 5.0, namespace: str = "durable") -> RedisStore:
-        """Connect to ``redis://HOST:PORT/DB``; fails within ``timeout`` seconds naming the URL and cause."""
+        """Connect to ``redis://HOST:PORT/DB``; fails within ``timeout`` seconds naming the URL and cause.
+
+        Every later operation on a stalled server fails within ``timeout`` (spec FAIL-2): a timeout is not
+        retried, a dropped connection is retried once on a fresh one (a dead server refuses it at once). The
+        client's default retries multiply to minutes."""
         parts = urlsplit(url)
         try:
             port = parts.port
@@ -120,7 +137,8 @@ class RedisStore:
         if not db.isdigit():
             raise StoreUrlError(f"store URL {url!r}: the database must be a number")
         client = redis.Redis(host=parts.hostname, port=port or 6379, db=int(db), socket_timeout=timeout,
-                             socket_connect_timeout=timeout)
+                             socket_connect_timeout=timeout,
+                             retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)))
         try:
             client.ping()
         except redis.RedisError as exc:
@@ -140,25 +158,40 @@ class RedisStore:
 
     def _call(self, script: Any, keys: list[str], args: list[Any], what: str | Callable[[], str]) -> Any:
         """Run a registered script in one round trip (EVALSHA; the script is loaded again if the server
-        lost it). ``what`` names the operation in an error; a callable is only formatted on failure."""
+        lost it). ``what`` names the operation in an error; a callable is only formatted on failure.
+
+        A dropped connection is retried once on a fresh one (every script is idempotent, so a retry after a
+        lost reply writes nothing twice); a timeout is not retried (spec FAIL-2)."""
         with self._conn_lock:
             try:
-                conn = self._conn
-                if conn is None:
-                    conn = self._conn = self.client.connection_pool.make_connection()
                 try:
-                    conn.send_command("EVALSHA", script.sha, len(keys), *keys, *args)
-                    return conn.read_response()
-                except redis.exceptions.NoScriptError:
-                    conn.send_command("SCRIPT", "LOAD", script.script)
-                    conn.read_response()
-                    conn.send_command("EVALSHA", script.sha, len(keys), *keys, *args)
-                    return conn.read_response()
+                    return self._evalsha(script, keys, args)
+                except redis.ConnectionError:
+                    self._drop_connection()
+                    return self._evalsha(script, keys, args)
             except redis.RedisError as exc:
-                if not isinstance(exc, redis.ResponseError) and self._conn is not None:
-                    self._conn.disconnect()  # a broken socket: the next call connects again
+                if not isinstance(exc, redis.ResponseError):
+                    self._drop_connection()  # a broken or stalled socket: the next call connects again
                 label = what if isinstance(what, str) else what()
                 raise StoreError(f"{label} failed on {self.url}: {exc}") from exc
+
+    def _evalsha(self, script: Any, keys: list[str], args: list[Any]) -> Any:
+        conn = self._conn
+        if conn is None:
+            conn = self._conn = self.client.connection_pool.make_connection()
+        try:
+            conn.send_command("EVALSHA", script.sha, len(keys), *keys, *args)
+            return conn.read_response()
+        except redis.exceptions.NoScriptError:
+            conn.send_command("SCRIPT", "LOAD", script.script)
+            conn.read_response()
+            conn.send_command("EVALSHA", script.sha, len(keys), *keys, *args)
+            return conn.read_response()
+
+    def _drop_connection(self) -> None:
+        if self._conn is not None:
+            self._conn.disconnect()
+            self._conn = None
 
     def put(self, ref: StateRef, state: ActionState) -> None:
         header = encode_state(state)
@@ -198,13 +231,31 @@ class RedisStore:
                    ["ZRANGEBYSCORE", "-inf", seq, f"{self.namespace}:"], f"prune_state key={key!r}")
 
     def get_recovery_marker(self) -> RecoveryMarker:
-        try:
-            return {"writes": int(self.client.get(f"{self.namespace}:writes") or 0)}
-        except redis.RedisError as exc:
-            raise StoreError(f"get_recovery_marker failed on {self.url}: {exc}") from exc
+        epoch, writes = self._call(self._mark, [f"{self.namespace}:epoch", f"{self.namespace}:writes"],
+                                   [uuid.uuid4().hex], "get_recovery_marker")
+        return {"writes": int(writes or 0), "epoch": bytes(epoch).decode("ascii")}
 
     def rebuild_state(self, markers: Sequence[RecoveryMarker]) -> None:
-        return None  # see the module docstring: everything written after a marker is still in Redis
+        # Everything written after a marker is still in Redis (module docstring), if the data survived.
+        if not markers:
+            return
+        try:
+            epoch, writes = self.client.mget(f"{self.namespace}:epoch", f"{self.namespace}:writes")
+        except redis.RedisError as exc:
+            raise StoreError(f"rebuild_state failed on {self.url}: {exc}") from exc
+        now_epoch = bytes(epoch).decode("ascii", "replace") if epoch is not None else None
+        now_writes = int(writes or 0)
+        for marker in markers:
+            if not isinstance(marker, dict):
+                raise StoreError(f"rebuild_state on {self.url}: recovery marker {marker!r} is not a Redis marker")
+            want = marker.get("epoch")
+            if (want is not None and want != now_epoch) or now_writes < int(marker.get("writes", 0)):
+                raise StoreDataLostError(
+                    f"Redis store {self.url} (namespace {self.namespace!r}) lost data since the checkpoint: "
+                    f"epoch {want!r} and {marker.get('writes')} writes were recorded, the server now has epoch "
+                    f"{now_epoch!r} and {now_writes} writes. The server restarted without persistence or the "
+                    "namespace was flushed; recovering would run completed durable calls again, so it is "
+                    "refused. Run Redis with appendonly yes and appendfsync always (docs/stores.md).")
 
     def close(self) -> None:
         with self._conn_lock:

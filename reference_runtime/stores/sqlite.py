@@ -3,13 +3,14 @@ transaction, so a process killed mid-write leaves the previous committed state i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..errors import Location, StoreError
+from ..errors import CorruptRecordError, Location, StoreError
 from ..records import ActionState, CallResult, StateRef
 from .base import RecoveryMarker
 from .native import decode_call_result, decode_state, encode_call_result, encode_state
@@ -34,6 +35,12 @@ INSERT OR IGNORE INTO meta VALUES ('writes', 0);
 """
 
 
+def _describe(exc: sqlite3.Error) -> str:
+    """The error with its SQLite error name (SQLITE_FULL, SQLITE_BUSY, ...) when the module knows it."""
+    name = getattr(exc, "sqlite_errorname", None)
+    return f"{exc} ({name})" if name else str(exc)
+
+
 def _loc(ref: StateRef, index: int | None = None) -> Location:
     return Location(ref.key, ref.seq, ref.action.name, index)
 
@@ -41,14 +48,17 @@ def _loc(ref: StateRef, index: int | None = None) -> Location:
 class SqliteStore:
     """An :class:`~reference_runtime.stores.base.ActionStateStore` in one SQLite file."""
 
-    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "FULL") -> None:
+    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "FULL", timeout: float = 5.0) -> None:
+        """``timeout``: how long an operation waits for a file locked by another process before it fails
+        (spec FAIL-2; the run then stops with that one error)."""
         self.path = Path(path)
         self.url = f"sqlite:{self.path}"
         try:
-            self._conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+            self._conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None,
+                                         timeout=timeout)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute(f"PRAGMA synchronous={synchronous}")
-            self._conn.execute("PRAGMA busy_timeout=5000")
+            self._conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
             self._conn.executescript(_SCHEMA)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open SQLite store {self.url}: {exc}") from exc
@@ -78,10 +88,17 @@ class SqliteStore:
                         self._conn.execute("UPDATE meta SET value = value + 1 WHERE name = 'writes'")
                     self._conn.execute("COMMIT")
                 except BaseException:
-                    self._conn.execute("ROLLBACK")
+                    self._rollback()
                     raise
             except sqlite3.Error as exc:
-                raise StoreError(f"SQLite store {self.url} write failed: {exc}") from exc
+                raise StoreError(f"SQLite store {self.url} write failed: {_describe(exc)}") from exc
+
+    def _rollback(self) -> None:
+        # After a full disk or an I/O error SQLite has often rolled the transaction back itself; a second
+        # ROLLBACK would then fail with "no transaction is active" and hide the real cause (spec FAIL-3).
+        if self._conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.execute("ROLLBACK")
 
     def put(self, ref: StateRef, state: ActionState) -> None:
         header = encode_state(state)
@@ -122,12 +139,12 @@ class SqliteStore:
                     "SELECT idx, body FROM call_results WHERE state_key = ? ORDER BY idx", (ref.state_key,)
                 ).fetchall()
             except sqlite3.Error as exc:
-                raise StoreError(f"SQLite store {self.url} read failed [{_loc(ref)}]: {exc}") from exc
+                raise StoreError(f"SQLite store {self.url} read failed [{_loc(ref)}]: {_describe(exc)}") from exc
         state = decode_state(row[0], _loc(ref))
         results = []
         for expected, (idx, body) in enumerate(calls):
             if idx != expected:
-                raise StoreError(f"call results have a gap before index {idx} [{_loc(ref, expected)}]")
+                raise CorruptRecordError(f"call results have a gap before index {idx}", _loc(ref, expected))
             results.append(decode_call_result(body, _loc(ref, idx)))
         state.call_results = results
         return state
@@ -173,7 +190,10 @@ class SqliteStore:
 
     def get_recovery_marker(self) -> RecoveryMarker:
         with self._lock:
-            row = self._conn.execute("SELECT value FROM meta WHERE name = 'writes'").fetchone()
+            try:
+                row = self._conn.execute("SELECT value FROM meta WHERE name = 'writes'").fetchone()
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite store {self.url} read failed: {_describe(exc)}") from exc
         return {"writes": int(row[0])}
 
     def rebuild_state(self, markers: Sequence[RecoveryMarker]) -> None:

@@ -1,0 +1,376 @@
+"""Hostile store contents: resource bombs, process exits, state set on classes and moved or forged signed
+records are refused with typed, located errors (spec LIM-*, PAY-6, SIG-*)."""
+
+from __future__ import annotations
+
+import copyreg
+import fractions
+import json
+import pickle
+import tracemalloc
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from reference_runtime import Agent, Event, InputEvent, OutputEvent, Runner, RunnerContext, action
+from reference_runtime.codecs import CloudpickleCodec, JavaStyleCodec, RecordBinding
+from reference_runtime.durable import ActionExecution
+from reference_runtime.errors import (
+    CorruptRecordError,
+    PayloadDecodeError,
+    PayloadLimitError,
+    RecordLimitError,
+    SignatureError,
+    UntrustedPayloadError,
+)
+from reference_runtime.identity import args_digest, function_id
+from reference_runtime.limits import DecodeLimits, decode_limits, safe_repr, set_decode_limits
+from reference_runtime.records import ActionRef, ActionState, CallResult, StateRef
+from reference_runtime.stores.forwarding import ForwardingStore
+from reference_runtime.stores.memory import InMemoryStore
+from reference_runtime.stores.native import decode_state
+
+from . import agents
+
+REF = StateRef("user-1", 4, ActionRef("work", "m", "A.work", ("_input_event",)), InputEvent("x"), "sk")
+OTHER = StateRef("user-2", 4, ActionRef("work", "m", "A.work", ("_input_event",)), InputEvent("x"), "sk2")
+MB = 1024 * 1024
+
+
+class _Reduce:
+    """Pickles as ``func(*args)``: how an attacker plants a call to an allow-listed callable."""
+
+    def __init__(self, func: Any, *args: Any) -> None:
+        self.func, self.args = func, args
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return self.func, self.args
+
+
+@pytest.fixture
+def peak_memory() -> Iterator[list[int]]:
+    """The peak of traced allocations during the test, in bytes (read after the block under test)."""
+    tracemalloc.start()
+    out: list[int] = []
+    try:
+        yield out
+    finally:
+        out.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+
+
+def bounded(peak_memory: list[int], decode: Any, data: bytes) -> PayloadDecodeError:
+    with pytest.raises(PayloadDecodeError) as info:
+        decode(data)
+    peak = tracemalloc.get_traced_memory()[1]
+    assert peak < 32 * MB, f"decoding a {len(data)}-byte payload allocated {peak} bytes"
+    return info.value
+
+
+# -- resource bombs ------------------------------------------------------------------------------------
+def test_memo_index_bomb_is_refused_before_loading(peak_memory: list[int]) -> None:
+    """LIM-2: a 9-byte plain pickle (LONG_BINPUT 100 000 000) used to allocate 1.5 GB in the fast path."""
+    bomb = b"\x80\x04N" + b"r" + (100_000_000).to_bytes(4, "little") + b"."
+    assert len(bomb) == 9
+    error = bounded(peak_memory, CloudpickleCodec().decode_result, bomb)
+    assert isinstance(error, PayloadLimitError) and "memo index" in str(error)
+    # Trusted loading is bounded the same way: the limits are about resources, not about code.
+    bounded(peak_memory, CloudpickleCodec(trusted=True).decode_result, bomb)
+
+
+@pytest.mark.parametrize("bomb", [
+    _Reduce(bytearray, 600_000_000),
+    _Reduce(bytes, 600_000_000),
+    _Reduce(list, range(20_000_000)),
+    _Reduce(set, range(20_000_000)),
+    _Reduce(copyreg._reconstructor, bytearray, bytearray, 600_000_000),  # type: ignore[attr-defined]
+], ids=["bytearray", "bytes", "list-range", "set-range", "reconstructor"])
+def test_allow_listed_callables_cannot_allocate_beyond_the_budget(bomb: _Reduce, peak_memory: list[int]) -> None:
+    """LIM-4: results of allow-listed callables are checked against the memory budget before they are built."""
+    data = pickle.dumps(bomb, protocol=4)
+    assert len(data) < 120
+    error = bounded(peak_memory, CloudpickleCodec().decode_result, data)
+    assert isinstance(error, PayloadLimitError)
+
+
+def test_payload_size_limit_is_configurable_per_codec_and_process_wide() -> None:
+    """LIM-1: limits come from the codec's ``limits`` or from set_decode_limits."""
+    data = CloudpickleCodec().encode_result("x" * 1000)
+    with pytest.raises(PayloadLimitError, match="max_payload_bytes=100"):
+        CloudpickleCodec(limits=DecodeLimits(max_payload_bytes=100)).decode_result(data)
+    previous = set_decode_limits(max_payload_bytes=100)
+    try:
+        assert decode_limits().max_payload_bytes == 100
+        with pytest.raises(PayloadLimitError):
+            CloudpickleCodec().decode_result(data)
+        with pytest.raises(PayloadLimitError):
+            JavaStyleCodec().decode_result(json.dumps("x" * 1000).encode())
+    finally:
+        set_decode_limits(previous)
+    assert CloudpickleCodec().decode_result(data) == "x" * 1000
+    with pytest.raises(ValueError, match="max_depth"):
+        DecodeLimits(max_depth=0)
+
+
+def test_deep_pickled_value_is_refused_by_depth_limit() -> None:
+    """LIM-3: a loaded value nesting beyond max_depth is a typed error, not a RecursionError later."""
+    value: Any = []
+    for _ in range(300):
+        value = [value]
+    data = CloudpickleCodec().encode_result(value)
+    with pytest.raises(PayloadLimitError, match="max_depth"):
+        CloudpickleCodec().decode_result(data)
+    assert CloudpickleCodec(limits=DecodeLimits(max_depth=400)).decode_result(data) == value
+
+
+# -- process exits and class state ----------------------------------------------------------------
+def execution(store: InMemoryStore, codec: Any, ref: StateRef = REF) -> ActionExecution:
+    state = store.get(ref)
+    if state is None:
+        state = ActionState(task_event=ref.event)
+        store.put(ref, state)
+    return ActionExecution(ref, store, codec, state)
+
+
+@pytest.mark.parametrize("exc", [SystemExit(77), KeyboardInterrupt(), GeneratorExit()],
+                         ids=["SystemExit", "KeyboardInterrupt", "GeneratorExit"])
+@pytest.mark.parametrize("trusted", [False, True])
+def test_failed_record_holding_a_base_exception_does_not_stop_the_process(exc: BaseException, trusted: bool) -> None:
+    """PAY-6: only Exception subclasses replay; the rest is a typed error at the record's location."""
+    store = InMemoryStore()
+    fid, digest = function_id(agents.step), args_digest((1,), {})
+    store.put(REF, ActionState(task_event=REF.event,
+                               call_results=[CallResult.failed(fid, digest, pickle.dumps(exc))]))
+    with pytest.raises(UntrustedPayloadError) as info:
+        execution(store, CloudpickleCodec(trusted=trusted)).execute(agents.step, (1,), {})
+    assert (info.value.key, info.value.seq, info.value.call_index) == ("user-1", 4, 0)
+
+
+@pytest.mark.parametrize("name", ["SystemExit", "KeyboardInterrupt", "builtins.GeneratorExit"])
+def test_java_style_exception_payload_naming_a_base_exception_is_refused(name: str) -> None:
+    """PAY-6: JavaStyleCodec {"exceptionClass": "SystemExit"} is refused, not raised."""
+    store = InMemoryStore()
+    fid, digest = function_id(agents.step), args_digest((1,), {})
+    payload = json.dumps({"exceptionClass": name, "message": "77"}).encode()
+    store.put(REF, ActionState(task_event=REF.event, call_results=[CallResult.failed(fid, digest, payload)]))
+    with pytest.raises(UntrustedPayloadError, match="not an Exception subclass") as info:
+        execution(store, JavaStyleCodec()).execute(agents.step, (1,), {})
+    assert info.value.call_index == 0
+
+
+def test_payload_cannot_set_state_on_an_allow_listed_class() -> None:
+    """LIM-6: BUILD on a class (fractions.Fraction.__repr__ = str) is refused; the class is unchanged."""
+    payload = (b"\x80\x04cfractions\nFraction\nN}\x8c\x08__repr__cbuiltins\nstr\ns\x86b0N.")
+    original = fractions.Fraction.__repr__
+    try:
+        with pytest.raises(UntrustedPayloadError, match="sets state on Fraction"):
+            CloudpickleCodec().decode_result(payload)
+    finally:
+        changed = fractions.Fraction.__repr__ is not original
+        fractions.Fraction.__repr__ = original  # type: ignore[method-assign]
+    assert not changed
+
+
+def test_payload_cannot_swap_an_instance_class() -> None:
+    """LIM-6: BUILD cannot set special attributes such as __class__ on what it builds."""
+    assert CloudpickleCodec().decode_exception(pickle.dumps(ValueError("x"))).args == ("x",)
+    state_payload = pickle.dumps(ValueError("x"))
+    tampered = _with_build_state(state_payload)
+    with pytest.raises(UntrustedPayloadError, match="__class__"):
+        CloudpickleCodec().decode_exception(tampered)
+
+
+def _with_build_state(data: bytes) -> bytes:
+    """``data`` (a pickle of one object) followed by a BUILD setting ``__class__`` on it."""
+    assert data.endswith(b".")
+    return data[:-1] + b"}\x8c\x09__class__cbuiltins\nKeyError\nsb."
+
+
+# -- huge integers and deep nesting in JSON records -------------------------------------------------
+def _header_with_value(value_json: str) -> bytes:
+    return (
+        '{"v":1,"taskEvent":null,"sensory":[],"shortTerm":[["a",' + value_json
+        + ',false]],"outputs":[],"completed":false}'
+    ).encode()
+
+
+@pytest.mark.parametrize("value_json", ["9" * 5000, "[" * 900 + "]" * 900, "[" * 100_000 + "]" * 100_000],
+                         ids=["5000-digit-int", "900-brackets", "100000-brackets"])
+def test_native_record_limits_are_typed_located_errors(value_json: str) -> None:
+    """LIM-3/LIM-5: a 5 000-digit integer or 900 nested brackets in a native record used to raise a raw
+    ValueError / RecursionError."""
+    loc_ref = REF
+    from reference_runtime.errors import Location
+
+    with pytest.raises(RecordLimitError) as info:
+        decode_state(_header_with_value(value_json), Location(loc_ref.key, loc_ref.seq, "work"))
+    assert isinstance(info.value, CorruptRecordError)
+    assert info.value.key == "user-1" and info.value.seq == 4
+
+
+@pytest.mark.parametrize("text", ["9" * 5000, "[" * 900 + "]" * 900, "[" * 100_000 + "]" * 100_000])
+def test_java_style_codec_limits_are_typed(text: str) -> None:
+    """LIM-3/LIM-5: the same for JavaStyleCodec results and exception payloads."""
+    with pytest.raises(PayloadLimitError):
+        JavaStyleCodec().decode_result(text.encode())
+    with pytest.raises(PayloadDecodeError):
+        JavaStyleCodec().decode_exception(text.encode())
+
+
+def test_error_messages_never_fail_on_the_values_they_quote() -> None:
+    """LIM-7: building an error message from a hostile value (huge int, deep or self-referencing value)
+    never raises."""
+    deep: Any = []
+    for _ in range(5000):
+        deep = [deep]
+    loop: list[Any] = []
+    loop.append(loop)
+    assert safe_repr(10 ** 5000).startswith("<int of")
+    assert len(safe_repr(deep)) <= 80
+    assert "..." in safe_repr(loop)
+    assert len(safe_repr("x" * 10_000)) <= 80
+
+
+# -- signatures bind the record ------------------------------------------------------------------
+KEY = b"secret-key"
+
+
+def test_signed_payload_moved_to_another_call_index_is_refused() -> None:
+    """SIG-1: a validly signed payload copied into another record no longer verifies."""
+    store = InMemoryStore()
+    codec = CloudpickleCodec(hmac_key=KEY)
+    ex = execution(store, codec)
+    assert ex.execute(agents.step, (1,), {}) == 10
+    assert ex.execute(agents.step, (1,), {}) == 10
+    assert ex.execute(agents.step, (2,), {}) == 20
+    state = store.get(REF)
+    assert state is not None
+    # Record 1 has the same function and digest as record 0: its payload still does not verify at index 0.
+    store.put(REF, ActionState(task_event=REF.event, call_results=[
+        state.call_results[0]._replace(result_payload=state.call_results[1].result_payload)]))
+    with pytest.raises(SignatureError):
+        execution(store, codec).execute(agents.step, (1,), {})
+    # Another call's payload (20) in record 0: refused, where an unbound signature replayed 20.
+    store.put(REF, ActionState(task_event=REF.event, call_results=[
+        state.call_results[0]._replace(result_payload=state.call_results[2].result_payload)]))
+    with pytest.raises(SignatureError) as info:
+        execution(store, codec).execute(agents.step, (1,), {})
+    assert info.value.call_index == 0 and info.value.key == "user-1"
+
+
+def test_signed_payload_moved_to_another_key_is_refused() -> None:
+    """SIG-1: the key and the sequence number are bound too."""
+    store = InMemoryStore()
+    codec = CloudpickleCodec(hmac_key=KEY)
+    execution(store, codec).execute(agents.step, (1,), {})
+    state = store.get(REF)
+    assert state is not None
+    store.put(OTHER, ActionState(task_event=OTHER.event, call_results=list(state.call_results)))
+    with pytest.raises(SignatureError) as info:
+        execution(store, codec, OTHER).execute(agents.step, (1,), {})
+    assert info.value.key == "user-2"
+
+
+def test_signed_terminal_record_without_payload_is_refused() -> None:
+    """SIG-1: with HMAC on, a SUCCEEDED record without a payload would replay as None: refused."""
+    store = InMemoryStore()
+    fid, digest = function_id(agents.step), args_digest((1,), {})
+    store.put(REF, ActionState(task_event=REF.event, call_results=[CallResult.succeeded(fid, digest, None)]))
+    with pytest.raises(SignatureError):
+        execution(store, CloudpickleCodec(hmac_key=KEY)).execute(agents.step, (1,), {})
+
+
+def test_key_rotation_signs_with_the_new_key_and_verifies_old_ones() -> None:
+    """SIG-3: verify_keys keep old records readable; a codec without the old key refuses them."""
+    store = InMemoryStore()
+    execution(store, CloudpickleCodec(hmac_key=b"old")).execute(agents.step, (1,), {})
+    rotated = CloudpickleCodec(hmac_key=b"new", verify_keys=[b"old"])
+    ex = execution(store, rotated)
+    assert ex.execute(agents.step, (1,), {}) == 10
+    assert ex.execute(agents.step, (2,), {}) == 20
+    with pytest.raises(SignatureError):
+        execution(store, CloudpickleCodec(hmac_key=b"new")).execute(agents.step, (1,), {})
+    binding = RecordBinding("k", 0, "a", 0, "f", "d", "result")
+    sealed = rotated.encode_result(5, binding=binding)
+    assert CloudpickleCodec(hmac_key=b"new").decode_result(sealed, binding=binding) == 5
+    with pytest.raises(ValueError):
+        CloudpickleCodec(verify_keys=[b"old"])
+
+
+class _Refs(ForwardingStore):
+    def __init__(self, inner: InMemoryStore) -> None:
+        super().__init__(inner)
+        self.refs: list[StateRef] = []
+
+    def put(self, ref: StateRef, state: ActionState) -> None:
+        self.refs.append(ref)
+        super().put(ref, state)
+
+
+class Echo(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def work(event: Event, ctx: RunnerContext) -> None:
+        ctx.send_event(OutputEvent(ctx.durable_execute(agents.step, event.attributes["input"])))
+
+
+def test_forged_unsigned_header_is_refused_with_its_location() -> None:
+    """SIG-2: with HMAC on, a completed state nobody signed (outputs chosen by an attacker) is refused."""
+    store = _Refs(InMemoryStore())
+    codec = CloudpickleCodec(hmac_key=KEY)
+    assert Runner(Echo, store, codec=codec).run([("k", 1)]).outputs == {"k": [10]}
+    ref = store.refs[-1]
+    forged = ActionState(task_event=ref.event, output_events=[OutputEvent("attacker")], completed=True)
+    store.put(ref, forged)
+    with pytest.raises(SignatureError, match="not signed") as info:
+        Runner(Echo, store, codec=codec).run([("k", 1)])
+    assert (info.value.key, info.value.seq, info.value.action) == ("k", 0, "work")
+
+
+def test_signed_header_moved_to_another_key_is_refused() -> None:
+    """SIG-2: a signed completed header copied under another key's state does not verify."""
+    inner = InMemoryStore()
+    store = _Refs(inner)
+    codec = CloudpickleCodec(hmac_key=KEY)
+    runner = Runner(Echo, store, codec=codec, checkpoint_every=None)
+    runner.inputs.extend([("a", 1), ("b", 2)])
+    # Capture the completed headers before the final checkpoint prunes them.
+    captured: dict[str, ActionState] = {}
+    original_put = store.put
+
+    def put(ref: StateRef, state: ActionState) -> None:
+        original_put(ref, state)
+        if state.completed:
+            got = inner.get(ref)
+            assert got is not None
+            captured[ref.key] = got
+
+    store.put = put  # type: ignore[method-assign]
+    runner.run()
+    ref_b = next(r for r in store.refs if r.key == "b")
+    inner.put(ref_b, captured["a"])
+    with pytest.raises(SignatureError, match="does not verify") as info:
+        Runner(Echo, inner, codec=codec).run([("a", 1), ("b", 2)])
+    assert info.value.key == "b"
+
+
+def test_signing_is_off_without_a_key_and_headers_stay_readable() -> None:
+    """SIG-2: without a key nothing is signed, and an unsigned header is accepted as before."""
+    store = _Refs(InMemoryStore())
+    assert Runner(Echo, store).run([("k", 1)]).outputs == {"k": [10]}
+    ref = store.refs[-1]
+    store.put(ref, ActionState(task_event=ref.event, output_events=[OutputEvent(7)], completed=True))
+    assert Runner(Echo, store).run([("k", 1)]).outputs == {"k": [7]}
+
+
+def test_signing_is_off_by_default_and_the_docs_say_when_to_turn_it_on() -> None:
+    """SIG-4: the default codec writes plain cloudpickle (Flink-readable); docs/stores.md tells shared-store
+    users to turn signing on and how to rotate keys."""
+    from pathlib import Path
+
+    codec = CloudpickleCodec()
+    assert codec.hmac_key is None and not codec.binds_records
+    assert pickle.loads(codec.encode_result({"a": 1})) == {"a": 1}
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "stores.md").read_text(encoding="utf-8")
+    assert "### When to turn signing on" in docs and "### Rotating keys" in docs
