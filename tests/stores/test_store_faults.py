@@ -220,7 +220,7 @@ def test_sqlite_locked_file_fails_within_its_timeout(tmp_path: Path) -> None:
     blocker = sqlite3.connect(str(path), isolation_level=None)
     blocker.execute("BEGIN EXCLUSIVE")
     try:
-        with pytest.raises(StoreFailedError, match=r"sqlite:.*s\.db failed during get.*locked"):
+        with pytest.raises(StoreFailedError, match=r"sqlite:.*s\.db failed during (get|put).*locked"):
             Runner(Calls, store).run([("k", 1), ("j", 2)])
     finally:
         blocker.execute("ROLLBACK")
