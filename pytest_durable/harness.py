@@ -17,11 +17,12 @@ from reference_runtime.stores.forwarding import ForwardingStore
 from . import journal as journals
 from .ledger import Ledger
 from .scenario import Scenario, parse_crash
-from .sweep import PointOutcome, StoreFactory, check, learn, points_to_crash, run_scenario, sweep
+from .sweep import PointOutcome, StoreFactory, Verdict, check, learn, points_to_crash, run_scenario, sweep
 
 if TYPE_CHECKING:
     from .clock import FrozenClock
     from .stats import Stats
+    from .stores import Stores
 
 
 class DurableInvariantError(AssertionError):
@@ -180,16 +181,25 @@ class DurableHarness:
 
     def _hint(self, outcome: PointOutcome, agent: type[Agent], inputs: Sequence[tuple[str, Any]],
               baseline: RunResult, options: dict[str, Any]) -> str:
-        """When outputs or memory differ, say whether a second crash-free run differs too: then the crash is
-        not the cause and the agent itself is nondeterministic."""
+        """When outputs or memory differ, name the likely cause: a second crash-free run tells whether
+        the agent differs without a crash, and its journal whether the durable calls differ too."""
         if not any(v.startswith("REC-6") for v in outcome.violations):
             return ""
         again, _ = learn(agent, inputs, self._store_factory, None, **options)
         if (again.outputs, again.memory) == (baseline.outputs, baseline.memory):
-            return ""
-        return ("\nnote: two crash-free runs already differ, so the crash is not the cause: the agent depends on "
-                "state outside its inputs and memory (globals, time, randomness); durable.assert_deterministic() "
-                "shows where (PLG-2)")
+            return ("\nnote: two crash-free runs agree, so the crash caused the difference: the re-run action "
+                    "read something its first attempt changed or that is not replayed (a global, a fake "
+                    "service's state, a value computed outside durable_execute). Read the outside world "
+                    "through durable_execute so recovery replays the value (REC-2); give stateful fakes a "
+                    "fresh state per run with durable.world(factory)")
+        if journals.first_divergence(journals.entries(baseline), journals.entries(again)) is not None:
+            return ("\nnote: two crash-free runs already differ, so the crash is not the cause: the agent's "
+                    "durable calls take different arguments each run; durable.assert_deterministic() shows "
+                    "the first differing call (PLG-2)")
+        return ("\nnote: two crash-free runs already differ although their durable calls are the same: the "
+                "action computes outputs or memory from state outside its inputs and memory (time, "
+                "randomness, globals) outside any durable call. Compute such values inside durable_execute "
+                "so they are recorded and replayed (REC-2)")
 
     def points(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], **options: Any) -> list[FaultPoint]:
         """Every distinct fault point a crash-free run reaches, in order."""
@@ -225,12 +235,12 @@ class DurableHarness:
         options = self._options(options)
         outcomes = sweep(agent, inputs, self._store_factory, self._ledger, **options)
         self._count(points=len(outcomes), crashes=len(outcomes))
-        problems = [v for o in outcomes for v in o.violations]
-        if problems:
-            bad = [o for o in outcomes if not o.ok]
+        verdict = Verdict(outcomes, effects_declared=self._ledger is not None)
+        if not verdict.ok:
+            bad = verdict.failing
             baseline, _ = learn(agent, inputs, self._store_factory, None, **options)
             raise DurableInvariantError(f"durable invariants violated at {len(bad)} of {len(outcomes)} fault "
-                                        "points:\n  " + "\n  ".join(problems)
+                                        "points:\n  " + "\n  ".join(verdict.violations)
                                         + self._hint(bad[0], agent, inputs, baseline, options))
         return outcomes
 
@@ -342,29 +352,9 @@ def _explain(outcome: PointOutcome, ledger: Ledger | None) -> str:
     return text
 
 
-def make_store_factory(url: str, tmp: Callable[[], Path]) -> StoreFactory:
-    """A factory of fresh stores for ``url``; ``tmp`` gives a directory for SQLite files."""
-    if url.startswith("memory"):
-        from reference_runtime.stores.memory import InMemoryStore
+def make_store_factory(url: str, tmp: Callable[[], Path]) -> Stores:
+    """A factory of fresh isolated stores for ``url``; ``tmp`` gives the directory for the SQLite file of
+    ``sqlite:``. Call its ``cleanup()`` to delete what the stores wrote."""
+    from .stores import Stores
 
-        return InMemoryStore
-    if url.startswith("sqlite:"):
-        import uuid
-
-        from reference_runtime.stores.sqlite import SqliteStore
-
-        given = url[len("sqlite:"):]
-        base: list[Path] = [Path(given)] if given else []
-
-        def sqlite() -> ActionStateStore:
-            if not base:
-                base.append(tmp())
-            base[0].mkdir(parents=True, exist_ok=True)
-            # Unique names: several tests and xdist workers may share a directory given in the URL.
-            return SqliteStore(base[0] / f"durable-{uuid.uuid4().hex}.db")
-
-        return sqlite
-    from reference_runtime.stores.urls import open_store
-
-    # Servers are shared between tests and xdist workers: each store gets its own namespace or topic.
-    return lambda: open_store(url, isolated=True)
+    return Stores(url, tmp)

@@ -86,7 +86,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import socket
 import threading
 import time
@@ -95,15 +94,14 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 from ..errors import CorruptRecordError, Location, StoreError, StoreUrlError
 from ..records import ActionState, CallResult, StateRef
 from .base import RecoveryMarker
 from .native import decode_call_result, decode_state, encode_call_result, encode_state
+from .urls import TOPIC, parse_store_url
 
 FRAME_VERSION = 1
-_TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 _LOG = logging.getLogger(__name__)
 
 
@@ -195,53 +193,6 @@ def decode_frame(value: bytes) -> tuple[str, int, str, bytes, list[bytes]]:
     return key, seq, action, parts[0], parts[1:]
 
 
-def _parse_url(url: str) -> tuple[str, str, dict[str, Any]]:
-    """``kafka://HOST:PORT/TOPIC[?partitions=N&timeout=S]`` -> (bootstrap, topic, options)."""
-    if not isinstance(url, str):
-        raise StoreUrlError(f"store URL must be a string, got {type(url).__name__}")
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as exc:
-        raise StoreUrlError(f"malformed Kafka store URL {url!r}: {exc}") from exc
-    if parts.scheme != "kafka":
-        raise StoreUrlError(f"malformed Kafka store URL {url!r}: scheme must be kafka://")
-    if not parts.hostname or port is None:
-        raise StoreUrlError(f"malformed Kafka store URL {url!r}: expected kafka://HOST:PORT/TOPIC")
-    if parts.username is not None or parts.password is not None or parts.fragment:
-        raise StoreUrlError(f"malformed Kafka store URL {url!r}: credentials and fragments are not supported")
-    topic = parts.path[1:] if parts.path.startswith("/") else ""
-    if not _TOPIC_RE.match(topic) or topic in (".", ".."):
-        raise StoreUrlError(f"malformed Kafka store URL {url!r}: the path must be one topic name "
-                            "(letters, digits, '.', '_', '-')")
-    options: dict[str, Any] = {}
-    try:
-        query = parse_qs(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query))
-    except ValueError as exc:
-        raise StoreUrlError(f"malformed Kafka store URL {url!r}: bad query: {exc}") from exc
-    for name, values in query.items():
-        if len(values) != 1:
-            raise StoreUrlError(f"malformed Kafka store URL {url!r}: {name} given {len(values)} times")
-        try:
-            if name == "partitions":
-                options[name] = int(values[0])
-                if options[name] < 1:
-                    raise ValueError("must be at least 1")
-            elif name == "timeout":
-                options[name] = float(values[0])
-                if not options[name] > 0:
-                    raise ValueError("must be positive")
-            else:
-                raise StoreUrlError(f"malformed Kafka store URL {url!r}: unknown option {name!r} "
-                                    "(known: partitions, timeout)")
-        except ValueError as exc:
-            raise StoreUrlError(f"malformed Kafka store URL {url!r}: bad {name}: {exc}") from exc
-    host = parts.hostname
-    if ":" in host:  # IPv6 literal
-        host = f"[{host}]"
-    return f"{host}:{port}", topic, options
-
-
 def _probe(bootstrap: str, timeout: float) -> str | None:
     """Try a TCP connection to each bootstrap server; None if one answers, else why none did."""
     reasons = []
@@ -260,7 +211,7 @@ class KafkaStore:
     """An :class:`~reference_runtime.stores.base.ActionStateStore` backed by a compacted Kafka topic."""
 
     def __init__(self, bootstrap: str, topic: str, *, partitions: int = 4, timeout: float = 10.0) -> None:
-        if not _TOPIC_RE.match(topic):
+        if not TOPIC.match(topic):
             raise StoreUrlError(f"bad Kafka topic name {topic!r} for kafka://{bootstrap}/{topic}")
         if partitions < 1:
             raise StoreError(f"a Kafka store needs at least one partition, got {partitions}")
@@ -319,10 +270,13 @@ class KafkaStore:
     @classmethod
     def from_url(cls, url: str, *, timeout: float | None = None) -> KafkaStore:
         """Open ``kafka://HOST:PORT/TOPIC`` (KSTORE-6)."""
-        bootstrap, topic, options = _parse_url(url)
-        if timeout is not None:
-            options["timeout"] = timeout
-        return cls(bootstrap, topic, **options)
+        parsed = parse_store_url(url)
+        if parsed.scheme != "kafka":
+            raise StoreUrlError(f"store URL {url!r}: expected kafka://HOST:PORT/TOPIC")
+        options: dict[str, Any] = {"timeout": timeout or parsed.timeout or 10.0}
+        if parsed.partitions is not None:
+            options["partitions"] = parsed.partitions
+        return cls(parsed.bootstrap, parsed.path, **options)
 
     def reopen(self) -> KafkaStore:
         """A new store object over the same broker and topic, rebuilt from the log (a process restart).
@@ -679,6 +633,14 @@ class KafkaStore:
                 self._producer.flush(self.timeout)
             finally:
                 self._consumer.close()
+
+    def destroy(self) -> None:
+        """Close the store and delete its topic (the test fixtures call it for each isolated topic)."""
+        self.close()
+        try:
+            self._admin.delete_topics([self.topic], request_timeout=self.timeout)[self.topic].result(self.timeout)
+        except Exception as exc:  # the admin client raises KafkaException or a future's own errors
+            raise StoreError(f"cannot delete the topic of Kafka store {self.url}: {exc}") from exc
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 import redis
 
@@ -88,17 +87,12 @@ class RedisStore:
     @classmethod
     def from_url(cls, url: str, *, timeout: float = 5.0, namespace: str = "durable") -> RedisStore:
         """Connect to ``redis://HOST:PORT/DB``; fails within ``timeout`` seconds naming the URL and cause."""
-        parts = urlsplit(url)
-        try:
-            port = parts.port
-        except ValueError as exc:
-            raise StoreUrlError(f"store URL {url!r}: bad port ({exc})") from None
-        if parts.scheme != "redis" or not parts.hostname:
+        from .urls import parse_store_url
+
+        parsed = parse_store_url(url)
+        if parsed.scheme != "redis":
             raise StoreUrlError(f"store URL {url!r}: expected redis://HOST:PORT/DB")
-        db = parts.path.strip("/") or "0"
-        if not db.isdigit():
-            raise StoreUrlError(f"store URL {url!r}: the database must be a number")
-        client = redis.Redis(host=parts.hostname, port=port or 6379, db=int(db), socket_timeout=timeout,
+        client = redis.Redis(host=parsed.host, port=parsed.port, db=parsed.db, socket_timeout=timeout,
                              socket_connect_timeout=timeout)
         try:
             client.ping()
@@ -175,4 +169,24 @@ class RedisStore:
 
     def close(self) -> None:
         self.client.close()
+
+    def destroy(self) -> None:
+        """Delete every key of this store's namespace and close it: what a test run leaves behind on a
+        shared server (the plugin and ``durable certify`` call it for each isolated store they made).
+        Works on a closed store too: it deletes through a new client."""
+        self.close()
+        client = self.reopen().client
+        try:
+            batch: list[bytes] = []
+            for key in client.scan_iter(match=f"{self.namespace}:*", count=500):
+                batch.append(key)
+                if len(batch) >= 500:
+                    client.delete(*batch)
+                    batch.clear()
+            if batch:
+                client.delete(*batch)
+        except redis.RedisError as exc:
+            raise StoreError(f"cannot delete the keys of {self.url} (namespace {self.namespace}): {exc}") from exc
+        finally:
+            client.close()
 

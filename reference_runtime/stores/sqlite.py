@@ -1,9 +1,11 @@
-"""SQLite store: the embedded default. One file, WAL journal, ``synchronous=FULL``; every write is one
-transaction, so a process killed mid-write leaves the previous committed state intact."""
+"""SQLite store: the embedded default. One file (isolated stores may share it, each with its own table
+prefix), WAL journal, ``synchronous=FULL``; every write is one transaction, so a process killed mid-write
+leaves the previous committed state intact."""
 
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -15,23 +17,26 @@ from .base import RecoveryMarker
 from .native import decode_call_result, decode_state, encode_call_result, encode_state
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS action_states (
+CREATE TABLE IF NOT EXISTS {p}action_states (
     state_key TEXT PRIMARY KEY,
     business_key TEXT NOT NULL,
     seq INTEGER NOT NULL,
     action TEXT NOT NULL,
     header BLOB NOT NULL
 );
-CREATE INDEX IF NOT EXISTS action_states_by_key ON action_states (business_key, seq);
-CREATE TABLE IF NOT EXISTS call_results (
+CREATE INDEX IF NOT EXISTS {p}action_states_by_key ON {p}action_states (business_key, seq);
+CREATE TABLE IF NOT EXISTS {p}call_results (
     state_key TEXT NOT NULL,
     idx INTEGER NOT NULL,
     body BLOB NOT NULL,
     PRIMARY KEY (state_key, idx)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-INSERT OR IGNORE INTO meta VALUES ('writes', 0);
+CREATE TABLE IF NOT EXISTS {p}meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO {p}meta VALUES ('writes', 0);
 """
+
+
+_NAMESPACE = re.compile(r"^[A-Za-z0-9_]{0,64}$")
 
 
 def _loc(ref: StateRef, index: int | None = None) -> Location:
@@ -41,15 +46,23 @@ def _loc(ref: StateRef, index: int | None = None) -> Location:
 class SqliteStore:
     """An :class:`~reference_runtime.stores.base.ActionStateStore` in one SQLite file."""
 
-    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "FULL") -> None:
+    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "FULL", namespace: str = "") -> None:
+        if not _NAMESPACE.match(namespace):
+            raise ValueError(f"SQLite store namespace {namespace!r}: letters, digits and '_' only")
         self.path = Path(path)
+        self.namespace = namespace
         self.url = f"sqlite:{self.path}"
+        # Isolated stores share one file, each in its own tables (spec STORE-10).
+        self._p = f"{namespace}__" if namespace else ""
+        if self.path.is_dir():
+            raise StoreError(f"cannot open SQLite store {self.url}: {self.path} is a directory; "
+                             "sqlite:PATH names one database file")
         try:
             self._conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute(f"PRAGMA synchronous={synchronous}")
             self._conn.execute("PRAGMA busy_timeout=5000")
-            self._conn.executescript(_SCHEMA)
+            self._conn.executescript(_SCHEMA.format(p=self._p))
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open SQLite store {self.url}: {exc}") from exc
         self._lock = threading.RLock()
@@ -62,7 +75,7 @@ class SqliteStore:
                 try:
                     for sql, params in statements:
                         self._conn.execute(sql, params)
-                    self._conn.execute("UPDATE meta SET value = value + 1 WHERE name = 'writes'")
+                    self._conn.execute(f"UPDATE {self._p}meta SET value = value + 1 WHERE name = 'writes'")
                     self._conn.execute("COMMIT")
                 except BaseException:
                     self._conn.execute("ROLLBACK")
@@ -75,13 +88,13 @@ class SqliteStore:
         calls = [encode_call_result(r) for r in state.call_results]
         stmts: list[tuple[str, Sequence[object]]] = [
             (
-                "INSERT OR REPLACE INTO action_states VALUES (?, ?, ?, ?, ?)",
+                f"INSERT OR REPLACE INTO {self._p}action_states VALUES (?, ?, ?, ?, ?)",
                 (ref.state_key, ref.key, ref.seq, ref.action.name, header),
             ),
-            ("DELETE FROM call_results WHERE state_key = ?", (ref.state_key,)),
+            (f"DELETE FROM {self._p}call_results WHERE state_key = ?", (ref.state_key,)),
         ]
         stmts += [
-            ("INSERT INTO call_results VALUES (?, ?, ?)", (ref.state_key, i, c)) for i, c in enumerate(calls)
+            (f"INSERT INTO {self._p}call_results VALUES (?, ?, ?)", (ref.state_key, i, c)) for i, c in enumerate(calls)
         ]
         self._tx(stmts)
         self.bytes_written += len(header) + sum(len(c) for c in calls)
@@ -90,17 +103,17 @@ class SqliteStore:
         with self._lock:
             try:
                 row = self._conn.execute(
-                    "SELECT header FROM action_states WHERE state_key = ?", (ref.state_key,)
+                    f"SELECT header FROM {self._p}action_states WHERE state_key = ?", (ref.state_key,)
                 ).fetchone()
                 if row is None:
                     self._tx([
-                        ("DELETE FROM call_results WHERE state_key IN (SELECT state_key FROM action_states"
-                         " WHERE business_key = ? AND seq > ?)", (ref.key, ref.seq)),
-                        ("DELETE FROM action_states WHERE business_key = ? AND seq > ?", (ref.key, ref.seq)),
+                        (f"DELETE FROM {self._p}call_results WHERE state_key IN (SELECT state_key"
+                         f" FROM {self._p}action_states WHERE business_key = ? AND seq > ?)", (ref.key, ref.seq)),
+                        (f"DELETE FROM {self._p}action_states WHERE business_key = ? AND seq > ?", (ref.key, ref.seq)),
                     ])
                     return None
                 calls = self._conn.execute(
-                    "SELECT idx, body FROM call_results WHERE state_key = ? ORDER BY idx", (ref.state_key,)
+                    f"SELECT idx, body FROM {self._p}call_results WHERE state_key = ? ORDER BY idx", (ref.state_key,)
                 ).fetchall()
             except sqlite3.Error as exc:
                 raise StoreError(f"SQLite store {self.url} read failed [{_loc(ref)}]: {exc}") from exc
@@ -117,34 +130,34 @@ class SqliteStore:
         encoded = [encode_call_result(r) for r in results]
         with self._lock:
             count = self._conn.execute(
-                "SELECT COUNT(*) FROM call_results WHERE state_key = ?", (ref.state_key,)
+                f"SELECT COUNT(*) FROM {self._p}call_results WHERE state_key = ?", (ref.state_key,)
             ).fetchone()[0]
             exists = self._conn.execute(
-                "SELECT 1 FROM action_states WHERE state_key = ?", (ref.state_key,)
+                f"SELECT 1 FROM {self._p}action_states WHERE state_key = ?", (ref.state_key,)
             ).fetchone()
             if exists is None:
                 raise StoreError(f"no action state to add call results to [{_loc(ref, index)}]")
             if index > count:
                 raise StoreError(f"call index {index} leaves a gap after {count} records [{_loc(ref, index)}]")
             self._tx([
-                ("INSERT OR REPLACE INTO call_results VALUES (?, ?, ?)", (ref.state_key, index + i, body))
+                (f"INSERT OR REPLACE INTO {self._p}call_results VALUES (?, ?, ?)", (ref.state_key, index + i, body))
                 for i, body in enumerate(encoded)
             ])
         self.bytes_written += sum(len(c) for c in encoded)
 
     def truncate_call_results(self, ref: StateRef, index: int) -> None:
-        self._tx([("DELETE FROM call_results WHERE state_key = ? AND idx >= ?", (ref.state_key, index))])
+        self._tx([(f"DELETE FROM {self._p}call_results WHERE state_key = ? AND idx >= ?", (ref.state_key, index))])
 
     def prune_state(self, key: str, seq: int) -> None:
         self._tx([
-            ("DELETE FROM call_results WHERE state_key IN (SELECT state_key FROM action_states"
+            (f"DELETE FROM {self._p}call_results WHERE state_key IN (SELECT state_key FROM {self._p}action_states"
              " WHERE business_key = ? AND seq <= ?)", (key, seq)),
-            ("DELETE FROM action_states WHERE business_key = ? AND seq <= ?", (key, seq)),
+            (f"DELETE FROM {self._p}action_states WHERE business_key = ? AND seq <= ?", (key, seq)),
         ])
 
     def get_recovery_marker(self) -> RecoveryMarker:
         with self._lock:
-            row = self._conn.execute("SELECT value FROM meta WHERE name = 'writes'").fetchone()
+            row = self._conn.execute(f"SELECT value FROM {self._p}meta WHERE name = 'writes'").fetchone()
         return {"writes": int(row[0])}
 
     def rebuild_state(self, markers: Sequence[RecoveryMarker]) -> None:
@@ -154,3 +167,18 @@ class SqliteStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+    def destroy(self) -> None:
+        """Close the store and drop its tables: what a test run leaves behind in a shared file. Works on
+        a closed store too (it opens its own connection); the file itself stays."""
+        self.close()
+        try:
+            conn = sqlite3.connect(str(self.path), isolation_level=None)
+            try:
+                conn.execute("PRAGMA busy_timeout=5000")
+                for table in ("call_results", "action_states", "meta"):
+                    conn.execute(f"DROP TABLE IF EXISTS {self._p}{table}")
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite store {self.url}: cannot drop its tables: {exc}") from exc

@@ -108,7 +108,7 @@ def test_durable_sweep_cli(tmp_path: Path) -> None:
     assert out.returncode == 1, out.stderr
     assert "after-effect key='o' seq=0 action='handle' call_index=0" in out.stdout
     assert "FAIL" in out.stdout and "REC-6" in out.stdout
-    assert out.stdout.strip().splitlines()[-1].endswith("with violations")
+    assert out.stdout.strip().splitlines()[-1].endswith("with violations: UNSAFE")
 
 
 SWEPT = '''
