@@ -11,7 +11,7 @@ runtime).
 
 Bad input — a malformed store URL, a missing client package, a server that does not answer within
 5 seconds, a backend that cannot be imported — is one line on stderr and exit status 2, before any check
-runs (spec CLI-5). Everything the run creates is removed at the end: the temporary directory, the SQLite
+runs (spec CLI-3, CLI-4). Everything the run creates is removed at the end: the temporary directory, the SQLite
 tables, the Redis keys and Kafka topics of its stores (STORE-11).
 """
 

@@ -1,5 +1,5 @@
 """The ``durable`` command: ``durable certify …``, ``durable sweep MODULE:Agent --inputs FILE`` and
-``durable --version`` (spec CLI-1..CLI-4).
+``durable --version`` (spec CLI-1..CLI-5).
 
 Bad input (an unknown command, an unimportable agent, a malformed inputs file or store URL) prints one
 line on stderr naming the input and the fix, and exits with status 2 before anything runs.

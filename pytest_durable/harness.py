@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from reference_runtime import ActionState, Agent, CallResult, CrashAt, FaultInjector, FaultPoint, Runner, RunResult
 from reference_runtime.records import StateRef
@@ -17,12 +17,25 @@ from reference_runtime.stores.forwarding import ForwardingStore
 from . import journal as journals
 from .ledger import Ledger
 from .scenario import Scenario, parse_crash
-from .sweep import PointOutcome, StoreFactory, Verdict, check, learn, points_to_crash, run_scenario, sweep
+from .sweep import (
+    PointOutcome,
+    StoreFactory,
+    Verdict,
+    check,
+    check_runner_options,
+    learn,
+    points_to_crash,
+    run_scenario,
+    sweep,
+)
 
 if TYPE_CHECKING:
     from .clock import FrozenClock
     from .stats import Stats
     from .stores import Stores
+    from .world import World
+
+T = TypeVar("T")
 
 
 class DurableInvariantError(AssertionError):
@@ -105,11 +118,23 @@ class DurableHarness:
             self._ledger = Ledger()
         return self._ledger
 
+    def world(self, factory: Callable[[], T]) -> World[T]:
+        """A fake outside world made fresh by ``factory`` for every run of this test: the crash-free run
+        and each crash scenario (a crash and its recovery share one). Attribute access on the returned
+        object goes to the current run's fake, so put it where the agent looks (``monkeypatch.setattr``)
+        and a reconciler sees only what happened in its own run (PLG-8)."""
+        from .world import World
+
+        world = World(factory)
+        self.ledger.on_new_run(world.fresh)
+        return world
+
     def store_factory(self) -> StoreFactory:
         """A callable making a fresh empty store of the configured kind."""
         return self._store_factory
 
     def _options(self, options: dict[str, Any]) -> dict[str, Any]:
+        check_runner_options(options, "durable")
         if self.clock is not None and "clock" not in options:
             options = {**options, "clock": self.clock}
         return options

@@ -1,4 +1,4 @@
-"""Loading ``MODULE:NAME`` objects named on the command line, with one-line errors (spec CLI-2)."""
+"""Loading ``MODULE:NAME`` objects named on the command line, with one-line errors (spec CLI-3)."""
 
 from __future__ import annotations
 

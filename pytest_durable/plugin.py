@@ -77,7 +77,7 @@ def _positive_int(name: str, text: Any) -> int:
 
 
 def _checked_store(url: str, *, probe: bool) -> str:
-    """``url`` checked before any test runs (PLG-8): a malformed URL, a missing client package or a
+    """``url`` checked before any test runs (CLI-4): a malformed URL, a missing client package or a
     server that does not answer is one usage error, not a failure per test. The runtime is imported
     only when a store other than the default is configured (PLG-4)."""
     if url in ("memory:", "memory"):
@@ -152,12 +152,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     marker = metafunc.definition.get_closest_marker("durable_sweep")
     if marker is None:
         return
+    where = metafunc.definition.nodeid
     if "durable_point" not in metafunc.fixturenames:
-        raise pytest.UsageError(f"{metafunc.definition.nodeid}: @pytest.mark.durable_sweep needs the durable "
-                                "fixture (add a `durable` argument)")
-    from .sweep import sweep_params
+        # A collection error without a traceback: one line naming the test and the fix (PLG-9).
+        pytest.fail(f"{where}: @pytest.mark.durable_sweep needs the durable fixture: add a `durable` argument "
+                    "to the test and call durable.run()", pytrace=False)
+    from .sweep import MarkerError, sweep_params
 
-    params, ids = sweep_params(marker.args, dict(marker.kwargs), metafunc.definition.nodeid)
+    try:
+        params, ids = sweep_params(marker.args, dict(marker.kwargs), where)
+    except MarkerError as exc:
+        pytest.fail(str(exc), pytrace=False)
     metafunc.parametrize("durable_point", params, ids=ids, indirect=True)
 
 
@@ -208,6 +213,11 @@ def durable(request: pytest.FixtureRequest, durable_point: CrashAt | None,
     finally:
         stores.cleanup()  # STORE-11: nothing of the test's stores is left behind
     if harness.sweep_ran is False:  # only a durable_sweep test has False here
+        info = getattr(request.node, "_fixtureinfo", None)
+        if info is not None and not {"durable", "durable_harness"} & set(info.argnames):
+            raise AssertionError(f"{request.node.nodeid}: marked durable_sweep but the test does not take the "
+                                 "`durable` fixture (only a fixture built on it): add a `durable` argument and "
+                                 "call durable.run() in the test")
         raise AssertionError(f"{request.node.nodeid}: marked durable_sweep but never called durable.run() "
                              "(the crash at this point was not exercised)")
     for name, value in stats.properties():

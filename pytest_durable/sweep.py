@@ -219,6 +219,54 @@ def sweep(agent: type[Agent], inputs: Sequence[tuple[str, Any]], store: StoreFac
     return outcomes
 
 
+class MarkerError(TypeError):
+    """A ``durable_sweep`` marker or harness call with bad arguments; the message names the test, the
+    argument and the fix (PLG-9)."""
+
+
+#: Runner arguments the harness sets itself, with what to use instead.
+HARNESS_OWNED = {
+    "store": "the store comes from --durable-store URL (ini durable_store); a custom store needs "
+             "reference_runtime.Runner(agent, store) directly",
+    "injector": "crashes come from the sweep, or from crash_at= / durable.crash(..., at=...)",
+    "reopen_store": "the harness reopens stores itself",
+}
+
+
+def check_runner_options(options: dict[str, Any], where: str) -> None:
+    """Refuse options the harness owns or the runner does not take, naming the alternative."""
+    import inspect
+
+    for name in options:
+        if name in HARNESS_OWNED:
+            raise MarkerError(f"{where}: {name}= is not supported here: {HARNESS_OWNED[name]}")
+    known = set(inspect.signature(Runner.__init__).parameters) - {"self", "agent", *HARNESS_OWNED}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise MarkerError(f"{where}: unknown runner option(s) {unknown}; known: {sorted(known)}")
+
+
+def sweep_marker(args: Sequence[Any], kwargs: dict[str, Any], where: str) -> tuple[type[Agent], list[tuple[str, Any]]]:
+    """The agent and inputs of a ``durable_sweep(agent, inputs, **runner_options)`` marker, checked."""
+    usage = "use @pytest.mark.durable_sweep(AgentClass, [(key, input), ...], **runner_options)"
+    if len(args) != 2:
+        raise MarkerError(f"{where}: durable_sweep takes 2 positional arguments, got {len(args)}; {usage}")
+    agent, inputs = args
+    if not (isinstance(agent, type) and issubclass(agent, Agent)):
+        raise MarkerError(f"{where}: durable_sweep's first argument must be an Agent subclass, got {agent!r}; "
+                          f"{usage}")
+    if isinstance(inputs, dict):
+        raise MarkerError(f"{where}: durable_sweep's inputs are a dict; pass a list of (key, input) pairs, "
+                          f"e.g. list(inputs.items()) for {{key: input}}")
+    pairs = list(inputs) if isinstance(inputs, Sequence) and not isinstance(inputs, str | bytes) else None
+    bad = pairs is None or any(not isinstance(p, tuple | list) or len(p) != 2 for p in pairs)
+    if bad or not pairs:
+        raise MarkerError(f"{where}: durable_sweep's inputs must be a non-empty list of (key, input) pairs, "
+                          f"got {inputs!r:.80}; {usage}")
+    check_runner_options(kwargs, f"{where}: durable_sweep")
+    return agent, [(str(k), v) for k, v in pairs]
+
+
 def sweep_params(args: Sequence[Any], kwargs: dict[str, Any], where: str) -> tuple[list[Any], list[str]]:
     """Parameters and ids for a ``durable_sweep(agent, inputs, **options)`` marker: the crash-free run
     (``crash=none``) then one selector per fault point it reaches (``crash=call3:after-effect``; narrowed
@@ -228,9 +276,7 @@ def sweep_params(args: Sequence[Any], kwargs: dict[str, Any], where: str) -> tup
 
     from .scenario import format_crash
 
-    if len(args) != 2 or not (isinstance(args[0], type) and issubclass(args[0], Agent)):
-        raise TypeError(f"{where}: use @pytest.mark.durable_sweep(AgentClass, inputs, **runner_options)")
-    agent, inputs = args[0], [(str(k), v) for k, v in args[1]]
+    agent, inputs = sweep_marker(args, kwargs, where)
     try:
         _, points = learn(agent, inputs, InMemoryStore, None, **kwargs)
     except Exception as exc:
