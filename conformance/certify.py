@@ -134,7 +134,9 @@ def _certify(argv: list[str] | None) -> int:
         report = str(Path(args.report).resolve()) if args.report else str(Path(tmp) / "report.json")
         verbosity = ["-v"] * args.verbose if args.verbose else ["-q"] * max(1, args.quiet)
         pytest_args = [str(suite), "-p", "conformance.plugin", "--durable-conformance-report", report,
-                       *verbosity, "-p", "no:cacheprovider", "--rootdir", tmp, "--import-mode=importlib"]
+                       *verbosity, "-p", "no:cacheprovider", "--rootdir", tmp, "--import-mode=importlib",
+                       # Benchmarks never run here; the plugin would only warn above the level table under -n.
+                       "-p", "no:benchmark"]
         if args.workers:
             pytest_args += ["-n", args.workers]
         if args.seed is not None:
