@@ -108,6 +108,7 @@ class DurableHarness:
         self.outcome: PointOutcome | None = None
         self._ledger: Ledger | None = None
         self._journal_uses: dict[str, int] = {}
+        self._worlds: list[World[Any]] = []
 
     # -- plumbing ------------------------------------------------------------------------------------------
 
@@ -127,6 +128,7 @@ class DurableHarness:
 
         world = World(factory)
         self.ledger.on_new_run(world.fresh)
+        self._worlds.append(world)
         return world
 
     def store_factory(self) -> StoreFactory:
@@ -210,6 +212,8 @@ class DurableHarness:
         the agent differs without a crash, and its journal whether the durable calls differ too."""
         if not any(v.startswith("REC-6") for v in outcome.violations):
             return ""
+        for world in self._worlds:  # the second crash-free run gets a fresh world like every run
+            world.fresh()
         again, _ = learn(agent, inputs, self._store_factory, None, **options)
         if (again.outputs, again.memory) == (baseline.outputs, baseline.memory):
             return ("\nnote: two crash-free runs agree, so the crash caused the difference: the re-run action "
