@@ -102,3 +102,18 @@ def test_well_formed_urls_parse() -> None:
     assert parse_store_url("sqlite:///tmp/x.db").path == "/tmp/x.db"
     assert parse_store_url("sqlite:").path == ""
     assert parse_store_url("memory:").scheme == "memory"
+
+
+def test_isolated_kafka_topics_are_deleted_at_cleanup(tansu: str) -> None:
+    """STORE-11: the topics the plugin's store factory made are deleted by its cleanup."""
+    pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import AdminClient
+
+    from pytest_durable.stores import Stores
+
+    stores = Stores(f"kafka://{tansu}/cleanup")
+    made = {stores().topic, stores().topic}  # type: ignore[attr-defined]
+    admin = AdminClient({"bootstrap.servers": tansu})
+    assert made <= set(admin.list_topics(timeout=10).topics)
+    stores.cleanup()
+    assert not made & set(admin.list_topics(timeout=10).topics)
