@@ -302,15 +302,17 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         declared = ", ".join(report["declared_capabilities"]) or "-"
         tr.write(f"backend: {report['backend']}   capabilities: {declared}   suite: {SUITE_VERSION}   "
                  f"seed: {report['seed']}   overall level: ")
-        tr.write_line(report["level"], bold=True, **_LEVEL_COLOUR.get(report["level"], {}))
+        # write, not write_line: write_line may start a new line first, splitting this one.
+        tr.write(report["level"], bold=True, **_LEVEL_COLOUR.get(report["level"], {}))
+        tr.write("\n")
         tr.write_line(f"  {'capability':<20}{'level':<9}{'passed':>7}{'failed':>7}{'known':>7}{'skipped':>8}"
                       "  failed clauses")
         for cap, c in report["capabilities"].items():
             # Only the level is coloured; pytest's writer drops colour off a terminal and under NO_COLOR.
             tr.write(f"  {cap:<20}")
             tr.write(f"{c['level']:<9}", **_LEVEL_COLOUR.get(c["level"], {}))
-            tr.write_line(f"{c['passed']:>7}{c['failed']:>7}{c['xfailed']:>7}{c['skipped']:>8}  "
-                          f"{', '.join(c['failed_clauses'])}".rstrip())
+            tr.write(f"{c['passed']:>7}{c['failed']:>7}{c['xfailed']:>7}{c['skipped']:>8}  "
+                     f"{', '.join(c['failed_clauses'])}".rstrip() + "\n")
     for note in rec.notes:
         tr.write_line(note)
 
