@@ -176,8 +176,10 @@ class SqliteStore:
             conn = sqlite3.connect(str(self.path), isolation_level=None)
             try:
                 conn.execute("PRAGMA busy_timeout=5000")
+                conn.execute("BEGIN IMMEDIATE")  # one transaction: one sync, not one per table
                 for table in ("call_results", "action_states", "meta"):
                     conn.execute(f"DROP TABLE IF EXISTS {self._p}{table}")
+                conn.execute("COMMIT")
             finally:
                 conn.close()
         except sqlite3.Error as exc:
