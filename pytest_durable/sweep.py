@@ -7,6 +7,8 @@ two. Shared by the fixtures, the sweep marker, schedule exploration and ``durabl
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -233,14 +235,17 @@ HARNESS_OWNED = {
 }
 
 
+@functools.cache
+def _runner_options() -> frozenset[str]:
+    return frozenset(inspect.signature(Runner.__init__).parameters) - {"self", "agent", *HARNESS_OWNED}
+
+
 def check_runner_options(options: dict[str, Any], where: str) -> None:
     """Refuse options the harness owns or the runner does not take, naming the alternative."""
-    import inspect
-
     for name in options:
         if name in HARNESS_OWNED:
             raise MarkerError(f"{where}: {name}= is not supported here: {HARNESS_OWNED[name]}")
-    known = set(inspect.signature(Runner.__init__).parameters) - {"self", "agent", *HARNESS_OWNED}
+    known = _runner_options()
     unknown = sorted(set(options) - known)
     if unknown:
         raise MarkerError(f"{where}: unknown runner option(s) {unknown}; known: {sorted(known)}")
