@@ -92,12 +92,26 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _check_backend(spec: str) -> None:
+    """Import and call the backend once, so a backend that cannot be loaded is one line before any
+    check runs; the suite calls it again for the factory it certifies."""
     from pytest_durable.loading import CommandError, load
+
+    from .factory import StoreFactory
+    from .runner_factory import RunnerFactory
 
     target = load(spec, "--backend")
     if not callable(target):
         raise CommandError(f"--backend {spec!r}: not callable; name a function or class returning a "
                            "StoreFactory or a RunnerFactory")
+    try:
+        made = target()
+    except Exception as exc:  # the backend's own code failed
+        raise CommandError(f"--backend {spec!r}: calling it raised {type(exc).__name__}: {exc}") from None
+    if not isinstance(made, StoreFactory | RunnerFactory):
+        raise CommandError(f"--backend {spec!r}: returned {type(made).__name__}; expected a "
+                           "conformance.StoreFactory or conformance.RunnerFactory")
+    if isinstance(made, StoreFactory):
+        made.cleanup()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -85,6 +85,8 @@ def test_unreachable_server_is_one_line(capsys: pytest.CaptureFixture[str]) -> N
     (["certify", "--backend", "json"], "expected MODULE:NAME"),
     (["certify", "--backend", "json:nothing"], "json has no attribute 'nothing'"),
     (["certify", "--backend", "json:__doc__"], "not callable"),
+    (["certify", "--backend", "json:dumps"], "calling it raised TypeError"),
+    (["certify", "--backend", "json:JSONDecoder"], "returned JSONDecoder; expected a conformance.StoreFactory"),
     (["sweep", "json:loads", "--inputs", "x"], "not an Agent subclass"),
     (["sweep", "tests.plugin.verdict_agents:NonIdempotent", "--inputs", "/nonexistent/in.jsonl"],
      "cannot read it"),
