@@ -26,16 +26,25 @@ PROBE_TIMEOUT = 5.0
 
 class Stores:
     """A callable making a fresh isolated store of ``url`` per call; ``tmp`` gives the directory for the
-    SQLite file of ``sqlite:`` (called at most once, when the first store is made)."""
+    SQLite file of ``sqlite:`` (called at most once, when the first store is made).
+
+    Only the names of what was made (table prefixes, Redis namespaces, Kafka topics) are kept, not the
+    stores: a test exploring hundreds of schedules must not hold hundreds of open connections."""
 
     def __init__(self, url: str, tmp: Callable[[], Path] | None = None) -> None:
         self.url = url
         self.parsed = parse_store_url(url)
         self._tmp = tmp
         self._file: Path | None = Path(self.parsed.path) if self.parsed.path else None
-        self.made: list[ActionStateStore] = []
+        #: Table prefixes, namespaces or topics made since the last cleanup.
+        self.made: list[str] = []
 
     def __call__(self) -> ActionStateStore:
+        store: ActionStateStore
+        if self.parsed.scheme == "memory":
+            from reference_runtime.stores.memory import InMemoryStore
+
+            return InMemoryStore()
         if self.parsed.scheme == "sqlite":
             from reference_runtime.stores.sqlite import SqliteStore
 
@@ -44,25 +53,35 @@ class Stores:
                     raise StoreUrlError(f"store URL {self.url!r}: sqlite: needs a file path (sqlite:PATH)")
                 self._file = self._tmp() / "durable.db"
             self._file.parent.mkdir(parents=True, exist_ok=True)
-            store: ActionStateStore = SqliteStore(self._file, namespace=unique_namespace())
+            store = SqliteStore(self._file, namespace=unique_namespace())
+            self.made.append(store.namespace)
         else:
             store = open_store(self.url, isolated=True)
-        self.made.append(store)
+            self.made.append(store.topic if self.parsed.scheme == "kafka" else store.namespace)  # type: ignore[attr-defined]
         return store
 
     def cleanup(self) -> None:
-        """Delete every store made so far (its tables, keys or topic); raise the first failure after
-        trying them all."""
+        """Delete every store made so far: its SQLite tables, Redis keys or Kafka topic."""
         made, self.made = self.made, []
-        failures = []
-        for store in made:
-            destroy = getattr(store, "destroy", None)
+        if not made:
+            return
+        if self.parsed.scheme == "sqlite":
+            from reference_runtime.stores.sqlite import drop_namespaces
+
+            assert self._file is not None
+            drop_namespaces(self._file, made)
+        elif self.parsed.scheme == "redis":
+            from reference_runtime.stores.redis import RedisStore, delete_namespaces
+
+            server = RedisStore.from_url(self.url, timeout=PROBE_TIMEOUT)
             try:
-                destroy() if destroy is not None else store.close()
-            except StoreError as exc:
-                failures.append(exc)
-        if failures:
-            raise failures[0]
+                delete_namespaces(server.client, made, self.url)
+            finally:
+                server.close()
+        else:
+            from reference_runtime.stores.kafka import delete_topics
+
+            delete_topics(self.parsed.bootstrap, made, self.parsed.timeout or 10.0)
 
 
 def checked_url(url: str, option: str) -> str:

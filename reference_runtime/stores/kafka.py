@@ -193,6 +193,27 @@ def decode_frame(value: bytes) -> tuple[str, int, str, bytes, list[bytes]]:
     return key, seq, action, parts[0], parts[1:]
 
 
+def delete_topics(bootstrap: str, topics: Sequence[str], timeout: float = 10.0, *, admin: Any = None) -> None:
+    """Delete ``topics`` on the broker (what the test fixtures made); raise :class:`StoreError` naming the
+    first topic that could not be deleted."""
+    if not topics:
+        return
+    try:
+        if admin is None:
+            from confluent_kafka import admin as kafka_admin
+
+            config: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": _LOG}
+            admin = kafka_admin.AdminClient(config)
+        futures = admin.delete_topics(list(topics), request_timeout=timeout)
+        for topic in topics:
+            try:
+                futures[topic].result(timeout)
+            except Exception as exc:  # the admin client raises KafkaException or a future's own errors
+                raise StoreError(f"cannot delete topic {topic!r} of Kafka store kafka://{bootstrap}: {exc}") from exc
+    except ImportError as exc:
+        raise StoreError(f"cannot delete Kafka topics on {bootstrap}: confluent-kafka is not installed") from exc
+
+
 def _probe(bootstrap: str, timeout: float) -> str | None:
     """Try a TCP connection to each bootstrap server; None if one answers, else why none did."""
     reasons = []
@@ -637,10 +658,7 @@ class KafkaStore:
     def destroy(self) -> None:
         """Close the store and delete its topic (the test fixtures call it for each isolated topic)."""
         self.close()
-        try:
-            self._admin.delete_topics([self.topic], request_timeout=self.timeout)[self.topic].result(self.timeout)
-        except Exception as exc:  # the admin client raises KafkaException or a future's own errors
-            raise StoreError(f"cannot delete the topic of Kafka store {self.url}: {exc}") from exc
+        delete_topics(self.bootstrap, [self.topic], self.timeout, admin=self._admin)
 
     def __len__(self) -> int:
         return len(self._entries)

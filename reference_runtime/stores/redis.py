@@ -172,21 +172,28 @@ class RedisStore:
 
     def destroy(self) -> None:
         """Delete every key of this store's namespace and close it: what a test run leaves behind on a
-        shared server (the plugin and ``durable certify`` call it for each isolated store they made).
-        Works on a closed store too: it deletes through a new client."""
+        shared server. Works on a closed store too: it deletes through a new client."""
         self.close()
         client = self.reopen().client
         try:
+            delete_namespaces(client, [self.namespace], self.url)
+        finally:
+            client.close()
+
+
+def delete_namespaces(client: redis.Redis[bytes], namespaces: Sequence[str], url: str) -> None:
+    """Delete every key of each namespace (``NS:*``) through ``client``; ``url`` names the server in
+    errors."""
+    try:
+        for namespace in namespaces:
             batch: list[bytes] = []
-            for key in client.scan_iter(match=f"{self.namespace}:*", count=500):
+            for key in client.scan_iter(match=f"{namespace}:*", count=500):
                 batch.append(key)
                 if len(batch) >= 500:
                     client.delete(*batch)
                     batch.clear()
             if batch:
                 client.delete(*batch)
-        except redis.RedisError as exc:
-            raise StoreError(f"cannot delete the keys of {self.url} (namespace {self.namespace}): {exc}") from exc
-        finally:
-            client.close()
+    except redis.RedisError as exc:
+        raise StoreError(f"cannot delete the keys of {url} (namespaces {list(namespaces)}): {exc}") from exc
 

@@ -172,15 +172,26 @@ class SqliteStore:
         """Close the store and drop its tables: what a test run leaves behind in a shared file. Works on
         a closed store too (it opens its own connection); the file itself stays."""
         self.close()
+        drop_namespaces(self.path, [self.namespace])
+
+
+def drop_namespaces(path: str | os.PathLike[str], namespaces: Sequence[str]) -> None:
+    """Drop the tables of the stores with these namespaces in the file ``path``, in one transaction."""
+    bad = [n for n in namespaces if not _NAMESPACE.match(n)]
+    if bad:
+        raise ValueError(f"SQLite store namespaces {bad!r}: letters, digits and '_' only")
+    try:
+        conn = sqlite3.connect(str(path), isolation_level=None)
         try:
-            conn = sqlite3.connect(str(self.path), isolation_level=None)
-            try:
-                conn.execute("PRAGMA busy_timeout=5000")
-                conn.execute("BEGIN IMMEDIATE")  # one transaction: one sync, not one per table
+            conn.execute("PRAGMA busy_timeout=5000")
+            conn.execute("BEGIN IMMEDIATE")  # one transaction: one sync, not one per table
+            for namespace in namespaces:
+                prefix = f"{namespace}__" if namespace else ""
                 for table in ("call_results", "action_states", "meta"):
-                    conn.execute(f"DROP TABLE IF EXISTS {self._p}{table}")
-                conn.execute("COMMIT")
-            finally:
-                conn.close()
-        except sqlite3.Error as exc:
-            raise StoreError(f"SQLite store {self.url}: cannot drop its tables: {exc}") from exc
+                    conn.execute(f"DROP TABLE IF EXISTS {prefix}{table}")
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise StoreError(f"SQLite store sqlite:{path}: cannot drop the tables of {len(namespaces)} "
+                         f"store(s): {exc}") from exc
