@@ -91,6 +91,10 @@ def _sweep(argv: list[str]) -> int:
         stores = make_store_factory(url, tmp)
         try:
             outcomes = sweep(agent, inputs, stores, ledger)
+        except Exception as exc:  # the agent itself failed: say so in one line, not a traceback wall
+            print(f"error: durable sweep {args.agent}: the agent raised {type(exc).__name__}: {exc} (run "
+                  "durable.sweep() in a test for the traceback)", file=sys.stderr)
+            return 1
         finally:
             stores.cleanup()
     verdict = Verdict(outcomes, effects_declared=ledger is not None)

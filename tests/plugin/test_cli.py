@@ -249,3 +249,12 @@ def test_the_plugin_refuses_a_bad_store_once(url: str, expected: str, pytester: 
     errors = [line for line in result.stderr.lines if line.startswith("ERROR:")]
     assert len(errors) == 1 and expected in errors[0]
     result.stdout.no_fnmatch_line("*failed*")
+
+
+def test_an_agent_that_raises_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """CLI-3: an agent failing its crash-free run is reported on one line (status 1), not a traceback."""
+    inputs = tmp_path / "in.jsonl"
+    inputs.write_text('{"key": "k", "input": null}\n')  # None * 2 raises
+    code, _, err = _run(capsys, "sweep", "tests.plugin.verdict_agents:OutsideEffect", "--inputs", str(inputs))
+    assert code == 1 and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert "the agent raised ActionFailedError" in err
