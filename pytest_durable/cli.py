@@ -11,9 +11,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .loading import CommandError, load
+
+if TYPE_CHECKING:
+    from .sweep import Verdict
 
 USAGE = """usage: durable {certify,sweep} ... | durable --version
   certify  run the conformance kit against a store or runner and print its levels
@@ -92,23 +95,30 @@ def _sweep(argv: list[str]) -> int:
         try:
             outcomes = sweep(agent, inputs, stores, ledger)
         except Exception as exc:  # the agent itself failed: say so in one line, not a traceback wall
-            print(f"error: durable sweep {args.agent}: the agent raised {type(exc).__name__}: {exc} (run "
+            reason = " ".join(str(exc).split())
+            print(f"error: durable sweep {args.agent}: the agent raised {type(exc).__name__}: {reason} (run "
                   "durable.sweep() in a test for the traceback)", file=sys.stderr)
             return 1
         finally:
             stores.cleanup()
     verdict = Verdict(outcomes, effects_declared=ledger is not None)
+    _print_matrix(verdict)
+    return 0 if verdict.ok else 1
+
+
+def _print_matrix(verdict: Verdict) -> None:
+    """One line per fault point with its violations, then what was not checked, then the summary."""
+    outcomes = verdict.outcomes
     width = max((len(o.point.describe()) for o in outcomes), default=10)
     print(f"{'fault point':<{width}}  outcome  re-executed  duplicates")
     for o in outcomes:
-        print(f"{o.point.describe():<{width}}  {'ok' if o.ok else 'FAIL':<7}  {len(o.re_executed + o.repeated):>11}  "
-              f"{len(o.duplicates):>10}")
+        print(f"{o.point.describe():<{width}}  {'ok' if o.ok else 'FAIL':<7}  "
+              f"{len(o.re_executed + o.repeated):>11}  {len(o.duplicates):>10}")
         for v in o.violations:
             print(f"    {v}")
     for note in verdict.caveats():
         print(f"note: {note}")
     print(verdict.summary())
-    return 0 if verdict.ok else 1
 
 
 def main(argv: list[str] | None = None) -> int:
