@@ -156,6 +156,11 @@ def check_store(url: str, *, timeout: float = 5.0) -> StoreUrl:
             pass
     except OSError as exc:
         raise StoreError(f"cannot reach store {url}: {exc} (is the server running?)") from None
+    if parsed.scheme == "redis":
+        # A PING on the chosen database also catches a database number the server does not have.
+        from .redis import RedisStore
+
+        RedisStore.from_url(url, timeout=timeout).close()
     return parsed
 
 

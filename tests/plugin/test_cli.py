@@ -258,3 +258,10 @@ def test_an_agent_that_raises_is_one_line(tmp_path: Path, capsys: pytest.Capture
     code, _, err = _run(capsys, "sweep", "tests.plugin.verdict_agents:OutsideEffect", "--inputs", str(inputs))
     assert code == 1 and len(err.splitlines()) == 1 and "Traceback" not in err
     assert "the agent raised ActionFailedError" in err
+
+
+def test_a_database_the_server_lacks_is_one_line(real_redis: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """CLI-4: a well-formed URL naming a database the server does not have fails the probe once."""
+    url = real_redis.rsplit("/", 1)[0] + "/999999"
+    line = _one_line_error(*_run(capsys, "certify", "--store", url))
+    assert f"cannot reach Redis store {url}" in line and "DB index" in line
