@@ -1,12 +1,18 @@
 """``durable certify``: run the conformance kit against a store or runner and print the level table.
 
-    durable certify [--store URL | --backend MODULE:FACTORY] [--report FILE] [-n N]
+    durable certify [--store URL | --backend MODULE:FACTORY] [--report FILE] [-n N] [-v | -q]
                     [--seed N] [--known-failures FILE] [--write-known-failures FILE]
 
 With no store it certifies the embedded default, SQLite in a temporary directory. ``--backend`` names a
-callable (``MODULE:NAME``, NAME may be dotted) returning a :class:`conformance.StoreFactory`, which runs the
-store suite, or a :class:`conformance.RunnerFactory`, which runs the runner suite
-(``--backend conformance:RunnerFactory.reference`` certifies the reference runtime).
+callable (``MODULE:NAME``, NAME may be dotted; the current directory is importable) returning a
+:class:`conformance.StoreFactory`, which runs the store suite, or a :class:`conformance.RunnerFactory`,
+which runs the runner suite (``--backend conformance:RunnerFactory.reference`` certifies the reference
+runtime).
+
+Bad input — a malformed store URL, a missing client package, a server that does not answer within
+5 seconds, a backend that cannot be imported — is one line on stderr and exit status 2, before any check
+runs (spec CLI-3, CLI-4). Everything the run creates is removed at the end: the temporary directory, the SQLite
+tables, the Redis keys and Kafka topics of its stores (STORE-11).
 """
 
 from __future__ import annotations
@@ -16,15 +22,20 @@ import sys
 import tempfile
 import textwrap
 from pathlib import Path
+from typing import NoReturn
 
 SUITE = textwrap.dedent(
     """
     import importlib
+    import sys
+
     import pytest
     from conformance import RunnerConformance, RunnerFactory, StoreConformance, factory_from_url
 
     BACKEND = {backend!r}
     URL = {url!r}
+    if {cwd!r} not in sys.path:
+        sys.path.insert(0, {cwd!r})
 
 
     def _load():
@@ -48,18 +59,25 @@ SUITE = textwrap.dedent(
 
         class TestCertify(StoreConformance):
             @pytest.fixture(scope="session")
-            def durable_store_factory(self, tmp_path_factory):
-                if FACTORY is not None:
-                    return FACTORY
-                return factory_from_url(URL or "sqlite:" + str(tmp_path_factory.mktemp("certify")))
+            def durable_store_factory(self):
+                factory = FACTORY if FACTORY is not None else factory_from_url(URL)
+                yield factory
+                factory.cleanup()
     """
 )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="durable certify", description=(__doc__ or "").splitlines()[0])
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        from pytest_durable.loading import CommandError
+
+        raise CommandError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="durable certify", description=(__doc__ or "").splitlines()[0])
     which = parser.add_mutually_exclusive_group()
-    which.add_argument("--store", metavar="URL", help="store URL (memory:, sqlite:DIR, redis://…, kafka://…)")
+    which.add_argument("--store", metavar="URL", help="store URL (memory:, sqlite:FILE, redis://…, kafka://…)")
     which.add_argument("--backend", metavar="MODULE:FACTORY",
                        help="callable returning a StoreFactory or a RunnerFactory")
     parser.add_argument("--report", metavar="FILE", help="write the JSON report (and a .md twin) here")
@@ -68,18 +86,71 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--known-failures", metavar="FILE", help="run the checks listed in FILE as strict xfail")
     parser.add_argument("--write-known-failures", metavar="FILE",
                         help="write a known-failures file listing this run's failures")
-    args = parser.parse_args(argv)
-    if args.backend and ":" not in args.backend:
-        parser.error("--backend takes MODULE:FACTORY")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="one line per check (passed to pytest)")
+    parser.add_argument("-q", "--quiet", action="count", default=0, help="less output (passed to pytest)")
+    return parser
+
+
+def _check_backend(spec: str) -> None:
+    """Import and call the backend once, so a backend that cannot be loaded is one line before any
+    check runs; the suite calls it again for the factory it certifies."""
+    from pytest_durable.loading import CommandError, load
+
+    from .factory import StoreFactory
+    from .runner_factory import RunnerFactory
+
+    target = load(spec, "--backend")
+    if not callable(target):
+        raise CommandError(f"--backend {spec!r}: not callable; name a function or class returning a "
+                           "StoreFactory or a RunnerFactory")
+    try:
+        made = target()
+    except Exception as exc:  # the backend's own code failed
+        raise CommandError(f"--backend {spec!r}: calling it raised {type(exc).__name__}: {exc}") from None
+    if not isinstance(made, StoreFactory | RunnerFactory):
+        raise CommandError(f"--backend {spec!r}: returned {type(made).__name__}; expected a "
+                           "conformance.StoreFactory or conformance.RunnerFactory")
+    if isinstance(made, StoreFactory):
+        made.cleanup()
+
+
+def main(argv: list[str] | None = None) -> int:
+    from pytest_durable.loading import CommandError
+
+    try:
+        return _certify(argv)
+    except CommandError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _certify(argv: list[str] | None) -> int:
+    from pytest_durable.loading import CommandError
+
+    args = _parser().parse_args(argv)
+    if args.backend:
+        _check_backend(args.backend)
+    url = args.store
+    if url is not None:
+        from pytest_durable.stores import checked_url
+
+        checked_url(url, "--store")
+    if args.workers is not None and not str(args.workers).isdigit() and args.workers != "auto":
+        raise CommandError(f"-n {args.workers!r}: expected a number of workers or auto")
 
     import pytest
 
     with tempfile.TemporaryDirectory(prefix="durable-certify-") as tmp:
         suite = Path(tmp) / "test_certify.py"
-        suite.write_text(SUITE.format(backend=args.backend or "", url=args.store or ""))
+        if not args.backend and url in (None, "sqlite:"):
+            url = f"sqlite:{Path(tmp) / 'stores.db'}"  # inside the directory removed below
+        suite.write_text(SUITE.format(backend=args.backend or "", url=url or "", cwd=str(Path.cwd())))
         report = str(Path(args.report).resolve()) if args.report else str(Path(tmp) / "report.json")
+        verbosity = ["-v"] * args.verbose if args.verbose else ["-q"] * max(1, args.quiet)
         pytest_args = [str(suite), "-p", "conformance.plugin", "--durable-conformance-report", report,
-                       "-q", "-p", "no:cacheprovider", "--rootdir", tmp, "--import-mode=importlib"]
+                       *verbosity, "-p", "no:cacheprovider", "--rootdir", tmp, "--import-mode=importlib",
+                       # Benchmarks never run here; the plugin would only warn above the level table under -n.
+                       "-p", "no:benchmark"]
         if args.workers:
             pytest_args += ["-n", args.workers]
         if args.seed is not None:

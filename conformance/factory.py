@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import itertools
+import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +24,7 @@ class StoreFactory:
         reopen: Callable[[ActionStateStore], ActionStateStore] | None = None,
         capabilities: frozenset[str] | set[str] = frozenset({"core"}),
         name: str = "store",
+        cleanup: Callable[[], None] | None = None,
     ) -> None:
         unknown = set(capabilities) - set(CAPABILITIES)
         if unknown:
@@ -32,6 +33,13 @@ class StoreFactory:
         self.reopen = reopen
         self.capabilities = frozenset(capabilities) | {"core"}
         self.name = name
+        self._cleanup = cleanup
+
+    def cleanup(self) -> None:
+        """Delete what the stores of this factory wrote (a no-op unless the factory was given a
+        ``cleanup``); ``durable certify`` calls it when the run ends."""
+        if self._cleanup is not None:
+            self._cleanup()
 
     def detected(self) -> frozenset[str]:
         """Capabilities the kit can observe without trusting the declaration."""
@@ -42,37 +50,58 @@ class StoreFactory:
 
 
 def factory_from_url(url: str, workdir: Path | None = None) -> StoreFactory:
-    """A factory for a store URL. ``sqlite:`` makes one file per store under ``workdir`` (or the URL's
-    directory), so every check starts from an empty store."""
-    if url == "memory:" or url == "memory":
-        from reference_runtime.stores.memory import InMemoryStore
-
-        return StoreFactory(InMemoryStore, reopen=lambda s: s, capabilities={"core", "restart",
-                                                                              "concurrent_writers"},
-                            name="memory:")
-    if url.startswith("sqlite:"):
-        from reference_runtime.stores.sqlite import SqliteStore
-
-        base = Path(url[len("sqlite:"):] or (workdir or Path(tempfile.mkdtemp(prefix="durable-certify-"))))
-        base.mkdir(parents=True, exist_ok=True)
-        counter = itertools.count()
-
-        def new() -> ActionStateStore:
-            return SqliteStore(base / f"store-{next(counter)}.db")
-
-        def reopen(store: ActionStateStore) -> ActionStateStore:
-            path = store.path  # type: ignore[attr-defined]
-            store.close()
-            return SqliteStore(path)
-
-        return StoreFactory(new, reopen=reopen, capabilities={"core", "restart", "concurrent_writers"},
-                            name="sqlite:")
-    from reference_runtime.stores.urls import open_store, parse_store_url
+    """A factory for a store URL (parsed by the one store-URL parser: a malformed URL raises
+    ``StoreUrlError``). Every store it makes is isolated: a table prefix of its own in the one SQLite
+    file, a Redis namespace, a Kafka topic. ``sqlite:`` without a path puts the file in ``workdir`` or in
+    a temporary directory. :meth:`StoreFactory.cleanup` deletes all of it (spec STORE-11)."""
+    from reference_runtime.stores.urls import open_store, parse_store_url, unique_namespace
 
     parsed = parse_store_url(url)
+    caps = {"core", "restart", "concurrent_writers"}
+    if parsed.scheme == "memory":
+        from reference_runtime.stores.memory import InMemoryStore
+
+        return StoreFactory(InMemoryStore, reopen=lambda s: s, capabilities=caps, name="memory:")
+    made: list[ActionStateStore] = []
+    scratch: list[Path] = []
+
+    def cleanup() -> None:
+        while made:
+            store = made.pop()
+            destroy = getattr(store, "destroy", None)
+            destroy() if destroy is not None else store.close()
+        for path in scratch:
+            shutil.rmtree(path, ignore_errors=True)
+        scratch.clear()
+
+    if parsed.scheme == "sqlite":
+        from reference_runtime.stores.sqlite import SqliteStore
+
+        def database() -> Path:
+            if parsed.path:
+                return Path(parsed.path)
+            if workdir is not None:
+                return workdir / "stores.db"
+            if not scratch:
+                scratch.append(Path(tempfile.mkdtemp(prefix="durable-certify-")))
+            return scratch[0] / "stores.db"
+
+        def new() -> ActionStateStore:
+            path = database()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            made.append(SqliteStore(path, namespace=unique_namespace()))
+            return made[-1]
+
+        def reopen(store: ActionStateStore) -> ActionStateStore:
+            assert isinstance(store, SqliteStore)
+            store.close()
+            return SqliteStore(store.path, namespace=store.namespace)
+
+        return StoreFactory(new, reopen=reopen, capabilities=caps, name="sqlite:", cleanup=cleanup)
 
     def fresh() -> ActionStateStore:
-        return open_store(url, isolated=True)
+        made.append(open_store(url, isolated=True))
+        return made[-1]
 
     def reopen_same(store: ActionStateStore) -> ActionStateStore:
         # A new client over the same namespace/topic, rebuilt from the start: a process restart.
@@ -81,5 +110,4 @@ def factory_from_url(url: str, workdir: Path | None = None) -> StoreFactory:
         store.close()
         return again
 
-    caps = {"core", "restart", "concurrent_writers"}
-    return StoreFactory(fresh, reopen=reopen_same, capabilities=caps, name=f"{parsed.scheme}:")
+    return StoreFactory(fresh, reopen=reopen_same, capabilities=caps, name=f"{parsed.scheme}:", cleanup=cleanup)

@@ -287,6 +287,11 @@ def levels(results: list[dict[str, Any]]) -> tuple[str, dict[str, dict[str, Any]
     return overall, out
 
 
+_LEVEL_COLOUR: dict[str, dict[str, bool]] = {
+    "FULL": {"green": True}, "BASE": {"cyan": True}, "PARTIAL": {"yellow": True}, "NONE": {"red": True},
+}
+
+
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     rec = _recorder(config)
     if rec is None or (not rec.reports and not rec.notes):
@@ -295,13 +300,19 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     tr.section("durable conformance")
     for report in rec.reports:
         declared = ", ".join(report["declared_capabilities"]) or "-"
-        tr.write_line(f"backend: {report['backend']}   capabilities: {declared}   suite: {SUITE_VERSION}   "
-                      f"seed: {report['seed']}   overall level: {report['level']}")
+        tr.write(f"backend: {report['backend']}   capabilities: {declared}   suite: {SUITE_VERSION}   "
+                 f"seed: {report['seed']}   overall level: ")
+        # write, not write_line: write_line may start a new line first, splitting this one.
+        tr.write(report["level"], bold=True, **_LEVEL_COLOUR.get(report["level"], {}))
+        tr.write("\n")
         tr.write_line(f"  {'capability':<20}{'level':<9}{'passed':>7}{'failed':>7}{'known':>7}{'skipped':>8}"
                       "  failed clauses")
         for cap, c in report["capabilities"].items():
-            tr.write_line(f"  {cap:<20}{c['level']:<9}{c['passed']:>7}{c['failed']:>7}{c['xfailed']:>7}"
-                          f"{c['skipped']:>8}  {', '.join(c['failed_clauses'])}")
+            # Only the level is coloured; pytest's writer drops colour off a terminal and under NO_COLOR.
+            tr.write(f"  {cap:<20}")
+            tr.write(f"{c['level']:<9}", **_LEVEL_COLOUR.get(c["level"], {}))
+            tr.write(f"{c['passed']:>7}{c['failed']:>7}{c['xfailed']:>7}{c['skipped']:>8}  "
+                     f"{', '.join(c['failed_clauses'])}".rstrip() + "\n")
     for note in rec.notes:
         tr.write_line(note)
 

@@ -1,63 +1,151 @@
-"""The ``durable`` command: ``durable certify …`` and ``durable sweep MODULE:Agent --inputs FILE``."""
+"""The ``durable`` command: ``durable certify …``, ``durable sweep MODULE:Agent --inputs FILE``,
+``durable inspect URL`` and ``durable --version`` (spec CLI-1..CLI-5, INS-1..INS-6).
+
+Bad input (an unknown command, an unimportable agent, a malformed inputs file or store URL) prints one
+line on stderr naming the input and the fix, and exits with status 2 before anything runs.
+"""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from .loading import CommandError, load
+
+if TYPE_CHECKING:
+    from .sweep import Verdict
+
+USAGE = """usage: durable {certify,sweep,inspect} ... | durable --version
+  certify  run the conformance kit against a store or runner and print its levels
+  sweep    crash an agent at every fault point and print the matrix and the verdict
+  inspect  print what a store holds (read-only)"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its usage errors as one line and status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CommandError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("pytest-durable")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return "unknown"
+
+
+def read_inputs(path: str) -> list[tuple[str, Any]]:
+    """JSON lines ``{"key": …, "input": …}``; every problem names the file and line."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CommandError(f"--inputs {path!r}: cannot read it ({exc})") from None
+    inputs = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CommandError(f"--inputs {path}:{n}: not JSON ({exc.msg}); expected one "
+                               '{"key": ..., "input": ...} per line') from None
+        if not isinstance(item, dict) or "key" not in item or "input" not in item:
+            raise CommandError(f'--inputs {path}:{n}: expected an object {{"key": ..., "input": ...}}, '
+                               f"got {line.strip()[:60]}")
+        inputs.append((str(item["key"]), item["input"]))
+    if not inputs:
+        raise CommandError(f"--inputs {path!r}: no inputs (one JSON object per line)")
+    return inputs
 
 
 def _sweep(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="durable sweep", description="crash at every fault point")
+    parser = _Parser(prog="durable sweep", description="crash an agent once at every fault point of its "
+                                                       "crash-free run, recover, and check every invariant")
     parser.add_argument("agent", metavar="MODULE:AgentClass")
     parser.add_argument("--inputs", required=True, metavar="FILE", help='JSON lines {"key": …, "input": …}')
+    parser.add_argument("--effect", action="append", default=[], metavar="MODULE:NAME",
+                        help="a function or method with an external side effect (NAME may be dotted, e.g. "
+                             "services:MAILER.send); every call is counted per idempotency id and a "
+                             "duplicated or lost effect fails the sweep (PLG-3). Repeatable")
+    parser.add_argument("--store", metavar="URL", default="memory:",
+                        help="store to crash against (default memory:)")
     args = parser.parse_args(argv)
-    module, _, name = args.agent.partition(":")
-    if not name:
-        parser.error("agent must be MODULE:AgentClass")
-    sys.path.insert(0, str(Path.cwd()))
-    agent = getattr(importlib.import_module(module), name)
-    lines = Path(args.inputs).read_text().split("\n")
-    inputs = [(str(d["key"]), d["input"]) for d in (json.loads(line) for line in lines if line.strip())]
-    from reference_runtime.stores.memory import InMemoryStore
+    from reference_runtime import Agent
 
-    from .sweep import sweep
+    agent = load(args.agent, "durable sweep")
+    if not (isinstance(agent, type) and issubclass(agent, Agent)):
+        raise CommandError(f"durable sweep {args.agent!r}: not an Agent subclass (got {type(agent).__name__})")
+    inputs = read_inputs(args.inputs)
+    from .effects import declared
+    from .harness import make_store_factory
+    from .ledger import Ledger
+    from .stores import checked_url, temporary_dir
+    from .sweep import Verdict, sweep
 
-    outcomes = sweep(agent, inputs, InMemoryStore)
+    url = checked_url(args.store, "--store")
+    ledger = Ledger() if args.effect else None
+    with temporary_dir() as tmp, declared(ledger or Ledger(), args.effect):
+        stores = make_store_factory(url, tmp)
+        try:
+            outcomes = sweep(agent, inputs, stores, ledger)
+        except Exception as exc:  # the agent itself failed: say so in one line, not a traceback wall
+            reason = " ".join(str(exc).split())
+            print(f"error: durable sweep {args.agent}: the agent raised {type(exc).__name__}: {reason} (run "
+                  "durable.sweep() in a test for the traceback)", file=sys.stderr)
+            return 1
+        finally:
+            stores.cleanup()
+    verdict = Verdict(outcomes, effects_declared=ledger is not None)
+    _print_matrix(verdict)
+    return 0 if verdict.ok else 1
+
+
+def _print_matrix(verdict: Verdict) -> None:
+    """One line per fault point with its violations, then what was not checked, then the summary."""
+    outcomes = verdict.outcomes
     width = max((len(o.point.describe()) for o in outcomes), default=10)
     print(f"{'fault point':<{width}}  outcome  re-executed  duplicates")
     for o in outcomes:
-        print(f"{o.point.describe():<{width}}  {'ok' if o.ok else 'FAIL':<7}  {len(o.re_executed):>11}  "
-              f"{len(o.duplicates):>10}")
+        print(f"{o.point.describe():<{width}}  {'ok' if o.ok else 'FAIL':<7}  "
+              f"{len(o.re_executed + o.repeated):>11}  {len(o.duplicates):>10}")
         for v in o.violations:
             print(f"    {v}")
-    bad = sum(not o.ok for o in outcomes)
-    print(f"{len(outcomes)} fault points, {bad} with violations")
-    return 1 if bad else 0
+    for note in verdict.caveats():
+        print(f"note: {note}")
+    print(verdict.summary())
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
-        print("usage: durable {certify,sweep,inspect} ...\n  certify  run the conformance kit and print levels\n"
-              "  sweep    crash an agent at every fault point and print the matrix\n"
-              "  inspect  print what a store holds (read-only)")
+        print(USAGE)
         return 0 if argv else 2
+    if argv[0] == "--version":
+        print(f"durable (pytest-durable) {version()}")
+        return 0
     command, rest = argv[0], argv[1:]
-    if command == "certify":
-        from conformance.certify import main as certify
+    try:
+        if command == "certify":
+            from conformance.certify import main as certify
 
-        return certify(rest)
-    if command == "sweep":
-        return _sweep(rest)
-    if command == "inspect":
-        from .inspect import main as inspect
+            return certify(rest)
+        if command == "sweep":
+            return _sweep(rest)
+        if command == "inspect":
+            from .inspect import main as inspect
 
-        return inspect(rest)
-    print(f"durable: unknown command {command!r} (certify, sweep, inspect)", file=sys.stderr)
-    return 2
+            return inspect(rest)
+        raise CommandError(f"durable: unknown command {command!r} (certify, sweep, inspect, --version)")
+    except CommandError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from reference_runtime import ActionState, Agent, CallResult, CrashAt, FaultInjector, FaultPoint, Runner, RunResult
 from reference_runtime.clock import let_time_pass
@@ -16,11 +16,25 @@ from reference_runtime.stores.forwarding import ForwardingStore
 from . import journal as journals
 from .ledger import Ledger
 from .scenario import Scenario, parse_crash
-from .sweep import PointOutcome, StoreFactory, check, learn, points_to_crash, run_scenario, sweep
+from .sweep import (
+    PointOutcome,
+    StoreFactory,
+    Verdict,
+    check,
+    check_runner_options,
+    learn,
+    points_to_crash,
+    run_scenario,
+    sweep,
+)
 
 if TYPE_CHECKING:
     from .clock import FrozenClock
     from .stats import Stats
+    from .stores import Stores
+    from .world import World
+
+T = TypeVar("T")
 
 
 class DurableInvariantError(AssertionError):
@@ -95,6 +109,7 @@ class DurableHarness:
         self.outcome: PointOutcome | None = None
         self._ledger: Ledger | None = None
         self._journal_uses: dict[str, int] = {}
+        self._worlds: list[World[Any]] = []
 
     # -- plumbing ------------------------------------------------------------------------------------------
 
@@ -105,11 +120,24 @@ class DurableHarness:
             self._ledger = Ledger()
         return self._ledger
 
+    def world(self, factory: Callable[[], T]) -> World[T]:
+        """A fake outside world made fresh by ``factory`` for every run of this test: the crash-free run
+        and each crash scenario (a crash and its recovery share one). Attribute access on the returned
+        object goes to the current run's fake, so put it where the agent looks (``monkeypatch.setattr``)
+        and a reconciler sees only what happened in its own run (PLG-8)."""
+        from .world import World
+
+        world = World(factory)
+        self.ledger.on_new_run(world.fresh)
+        self._worlds.append(world)
+        return world
+
     def store_factory(self) -> StoreFactory:
         """A callable making a fresh empty store of the configured kind."""
         return self._store_factory
 
     def _options(self, options: dict[str, Any]) -> dict[str, Any]:
+        check_runner_options(options, "durable")
         if self.clock is not None and "clock" not in options:
             options = {**options, "clock": self.clock}
         return options
@@ -183,16 +211,27 @@ class DurableHarness:
 
     def _hint(self, outcome: PointOutcome, agent: type[Agent], inputs: Sequence[tuple[str, Any]],
               baseline: RunResult, options: dict[str, Any]) -> str:
-        """When outputs or memory differ, say whether a second crash-free run differs too: then the crash is
-        not the cause and the agent itself is nondeterministic."""
+        """When outputs or memory differ, name the likely cause: a second crash-free run tells whether
+        the agent differs without a crash, and its journal whether the durable calls differ too."""
         if not any(v.startswith("REC-6") for v in outcome.violations):
             return ""
+        for world in self._worlds:  # the second crash-free run gets a fresh world like every run
+            world.fresh()
         again, _ = learn(agent, inputs, self._store_factory, None, **options)
         if (again.outputs, again.memory) == (baseline.outputs, baseline.memory):
-            return ""
-        return ("\nnote: two crash-free runs already differ, so the crash is not the cause: the agent depends on "
-                "state outside its inputs and memory (globals, time, randomness); durable.assert_deterministic() "
-                "shows where (PLG-2)")
+            return ("\nnote: two crash-free runs agree, so the crash caused the difference: the re-run action "
+                    "read something its first attempt changed or that is not replayed (a global, a fake "
+                    "service's state, a value computed outside durable_execute). Read the outside world "
+                    "through durable_execute so recovery replays the value (REC-2); give stateful fakes a "
+                    "fresh state per run with durable.world(factory)")
+        if journals.first_divergence(journals.entries(baseline), journals.entries(again)) is not None:
+            return ("\nnote: two crash-free runs already differ, so the crash is not the cause: the agent's "
+                    "durable calls take different arguments each run; durable.assert_deterministic() shows "
+                    "the first differing call (PLG-2)")
+        return ("\nnote: two crash-free runs already differ although their durable calls are the same: the "
+                "action computes outputs or memory from state outside its inputs and memory (time, "
+                "randomness, globals) outside any durable call. Compute such values inside durable_execute "
+                "so they are recorded and replayed (REC-2)")
 
     def points(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], **options: Any) -> list[FaultPoint]:
         """Every distinct fault point a crash-free run reaches, in order."""
@@ -230,12 +269,12 @@ class DurableHarness:
         options = self._options(options)
         outcomes = sweep(agent, inputs, self._store_factory, self._ledger, **options)
         self._count(points=len(outcomes), crashes=len(outcomes))
-        problems = [v for o in outcomes for v in o.violations]
-        if problems:
-            bad = [o for o in outcomes if not o.ok]
+        verdict = Verdict(outcomes, effects_declared=self._ledger is not None)
+        if not verdict.ok:
+            bad = verdict.failing
             baseline, _ = learn(agent, inputs, self._store_factory, None, **options)
             raise DurableInvariantError(f"durable invariants violated at {len(bad)} of {len(outcomes)} fault "
-                                        "points:\n  " + "\n  ".join(problems)
+                                        "points:\n  " + "\n  ".join(verdict.violations)
                                         + self._hint(bad[0], agent, inputs, baseline, options))
         return outcomes
 
@@ -384,29 +423,9 @@ def _explain(outcome: PointOutcome, ledger: Ledger | None) -> str:
     return text
 
 
-def make_store_factory(url: str, tmp: Callable[[], Path]) -> StoreFactory:
-    """A factory of fresh stores for ``url``; ``tmp`` gives a directory for SQLite files."""
-    if url.startswith("memory"):
-        from reference_runtime.stores.memory import InMemoryStore
+def make_store_factory(url: str, tmp: Callable[[], Path]) -> Stores:
+    """A factory of fresh isolated stores for ``url``; ``tmp`` gives the directory for the SQLite file of
+    ``sqlite:``. Call its ``cleanup()`` to delete what the stores wrote."""
+    from .stores import Stores
 
-        return InMemoryStore
-    if url.startswith("sqlite:"):
-        import uuid
-
-        from reference_runtime.stores.sqlite import SqliteStore
-
-        given = url[len("sqlite:"):]
-        base: list[Path] = [Path(given)] if given else []
-
-        def sqlite() -> ActionStateStore:
-            if not base:
-                base.append(tmp())
-            base[0].mkdir(parents=True, exist_ok=True)
-            # Unique names: several tests and xdist workers may share a directory given in the URL.
-            return SqliteStore(base[0] / f"durable-{uuid.uuid4().hex}.db")
-
-        return sqlite
-    from reference_runtime.stores.urls import open_store
-
-    # Servers are shared between tests and xdist workers: each store gets its own namespace or topic.
-    return lambda: open_store(url, isolated=True)
+    return Stores(url, tmp)

@@ -77,6 +77,7 @@ class Ledger:
         self._run = 0
         self._baseline: Counter[tuple[str, str]] | None = None
         self._baseline_run: int | None = None
+        self._on_new_run: list[Callable[[], object]] = []
         self.label = "run 0"
 
     # -- booking -----------------------------------------------------------------------------------------
@@ -136,6 +137,12 @@ class Ledger:
             self.label = label
             if baseline:
                 self._baseline_run = self._run
+        for callback in self._on_new_run:
+            callback()
+
+    def on_new_run(self, callback: Callable[[], object]) -> None:
+        """Call ``callback`` whenever a run starts (``durable.world`` makes its fresh fake there)."""
+        self._on_new_run.append(callback)
 
     def _counts(self, items: list[Effect], run: int) -> Counter[tuple[str, str]]:
         return Counter((e.name, e.call_id) for e in items if e.run == run)

@@ -29,7 +29,6 @@ _TOTALS = pytest.StashKey[dict[str, int]]()
 
 #: Where ``durable_clock`` starts virtual time.
 CLOCK_START = "2026-01-01T00:00:00+00:00"
-SCHEMES = ("memory:", "sqlite:", "redis://", "kafka://")
 #: Modules that keep real time under ``durable_clock`` (pytest's own timing of tests).
 REAL_TIME_MODULES = ("_pytest.timing",)
 _SUMMARY = (
@@ -44,7 +43,7 @@ _SUMMARY = (
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("durable", "durable execution testing (pytest-durable)")
     group.addoption("--durable-store", metavar="URL", default=None,
-                    help="store for the durable fixtures: memory: (default), sqlite:[DIR], redis://HOST:PORT/DB, "
+                    help="store for the durable fixtures: memory: (default), sqlite:[FILE], redis://HOST:PORT/DB, "
                          "kafka://HOST:PORT/TOPIC. ini: durable_store")
     group.addoption("--durable-seed", metavar="N", default=None,
                     help="seed for crash-schedule exploration (default: random, shown in the header). "
@@ -79,11 +78,25 @@ def _positive_int(name: str, text: Any) -> int:
     return value
 
 
+def _checked_store(url: str, *, probe: bool) -> str:
+    """``url`` checked before any test runs (CLI-4): a malformed URL, a missing client package or a
+    server that does not answer is one usage error, not a failure per test. The runtime is imported
+    only when a store other than the default is configured (PLG-4)."""
+    if url in ("memory:", "memory"):
+        return url
+    from reference_runtime.errors import StoreError, StoreUrlError
+    from reference_runtime.stores.urls import check_store, parse_store_url
+
+    try:
+        check_store(url, timeout=5.0) if probe else parse_store_url(url)
+    except (StoreUrlError, StoreError) as exc:
+        raise pytest.UsageError(f"--durable-store (ini durable_store): {exc}") from None
+    return url
+
+
 def pytest_configure(config: pytest.Config) -> None:
     url = str(_option(config, "store") or "memory:")
-    if not url.startswith(SCHEMES):
-        raise pytest.UsageError(f"--durable-store {url!r}: expected a URL starting with one of {', '.join(SCHEMES)}")
-    config.stash[_STORE] = url
+    config.stash[_STORE] = _checked_store(url, probe=not hasattr(config, "workerinput"))
     worker_seed = getattr(config, "workerinput", {}).get("durable_seed")
     seed_text = _option(config, "seed")
     if worker_seed is not None:
@@ -141,12 +154,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     marker = metafunc.definition.get_closest_marker("durable_sweep")
     if marker is None:
         return
+    where = metafunc.definition.nodeid
     if "durable_point" not in metafunc.fixturenames:
-        raise pytest.UsageError(f"{metafunc.definition.nodeid}: @pytest.mark.durable_sweep needs the durable "
-                                "fixture (add a `durable` argument)")
-    from .sweep import sweep_params
+        # A collection error without a traceback: one line naming the test and the fix (PLG-9).
+        pytest.fail(f"{where}: @pytest.mark.durable_sweep needs the durable fixture: add a `durable` argument "
+                    "to the test and call durable.run()", pytrace=False)
+    from .sweep import MarkerError, sweep_params
 
-    params, ids = sweep_params(marker.args, dict(marker.kwargs), metafunc.definition.nodeid)
+    try:
+        params, ids = sweep_params(marker.args, dict(marker.kwargs), where)
+    except MarkerError as exc:
+        pytest.fail(str(exc), pytrace=False)
     metafunc.parametrize("durable_point", params, ids=ids, indirect=True)
 
 
@@ -191,15 +209,24 @@ def durable(request: pytest.FixtureRequest, durable_point: CrashAt | None,
     stats = Stats()
     pinned = [scenario_from_marker(m.args, dict(m.kwargs)) for m in request.node.iter_markers("durable_schedule")]
     sweep = request.node.get_closest_marker("durable_sweep")
+    stores = make_store_factory(url, lambda: tmp_path_factory.mktemp("durable"))
     harness = DurableHarness(
-        make_store_factory(url, lambda: tmp_path_factory.mktemp("durable")), url, stats=stats,
+        stores, url, stats=stats,
         journal_dir=_journal_dir(config, request.node.path), test_name=request.node.name,
         update_journals=bool(_option(config, "update_journals")), pinned=pinned, seed=config.stash[_SEED],
         max_examples=config.stash[_MAX_EXAMPLES],
         sweep=(sweep.args, dict(sweep.kwargs), durable_point) if sweep is not None else None,
     )
-    yield harness
+    try:
+        yield harness
+    finally:
+        stores.cleanup()  # STORE-11: nothing of the test's stores is left behind
     if harness.sweep_ran is False:  # only a durable_sweep test has False here
+        info = getattr(request.node, "_fixtureinfo", None)
+        if info is not None and not {"durable", "durable_harness"} & set(info.argnames):
+            raise AssertionError(f"{request.node.nodeid}: marked durable_sweep but the test does not take the "
+                                 "`durable` fixture (only a fixture built on it): add a `durable` argument and "
+                                 "call durable.run() in the test")
         raise AssertionError(f"{request.node.nodeid}: marked durable_sweep but never called durable.run() "
                              "(the crash at this point was not exercised)")
     for name, value in stats.properties():

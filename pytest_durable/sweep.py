@@ -7,8 +7,10 @@ two. Shared by the fixtures, the sweep marker, schedule exploration and ``durabl
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +36,11 @@ class PointOutcome:
     re_executed: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
+    #: Calls that ran again after a crash with no record and no reconciler (the DE-6 path), by
+    #: idempotency id: harmless for an idempotent call, a duplicate effect otherwise.
+    repeated: list[str] = field(default_factory=list)
+    #: Those of ``repeated`` for which no declared effect was booked, so nothing checked the repeat.
+    unchecked: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -90,9 +97,8 @@ def check(scenario: Scenario, baseline: RunResult, result: RunResult, injector: 
         out.violations.append(f"REC-6: outputs differ after a crash at {where}: "
                               f"{result.outputs!r} != crash-free {baseline.outputs!r}")
     if result.memory != baseline.memory:
-        diff = sorted(k for k in set(result.memory) | set(baseline.memory)
-                      if result.memory.get(k) != baseline.memory.get(k))
-        out.violations.append(f"REC-6: memory of key(s) {diff} differs after a crash at {where}")
+        out.violations.append(f"REC-6: memory differs after a crash at {where}: "
+                              + memory_diff(baseline.memory, result.memory))
     # Which attempt (failovers before it) each recorded call's terminal record landed in, by call id
     # (key, seq, action, call index): a fault point's fields 1..4, a journal entry's CallId.
     recorded: dict[tuple[Any, ...], int] = {}
@@ -107,6 +113,11 @@ def check(scenario: Scenario, baseline: RunResult, result: RunResult, injector: 
     for entry in result.journal:
         if entry.source == "executed" and recorded.get(entry.call_id, entry.attempt) < entry.attempt:
             out.re_executed.append(call_key(entry.call_id))
+    executed = Counter(e.call_id for e in result.journal if e.source == "executed")
+    expected_runs = Counter(e.call_id for e in baseline.journal if e.source == "executed")
+    rec3 = set(out.re_executed)
+    out.repeated = sorted(str(c) for c, n in executed.items()
+                          if n > expected_runs.get(c, 0) and call_key(c) not in rec3)
     for cid in sorted(set(out.re_executed)):
         out.violations.append(f"REC-3: call {cid} had a persisted record but executed again after a crash at "
                               f"{where}")
@@ -117,9 +128,77 @@ def check(scenario: Scenario, baseline: RunResult, result: RunResult, injector: 
             out.duplicates.append(f"{k[0]}/{k[1]}/{k[2]}")
             out.violations.append(f"REC-4: action {k[0]}/{k[1]}/{k[2]} emitted {n} output events after a crash "
                                   f"at {where}, {expected.get(k, 0)} without one")
+    booked: set[str] = set()
     if ledger is not None:
         out.violations.extend(ledger.violations())
+        booked = {r.call_id for r in ledger.rows()}
+    out.unchecked = [c for c in out.repeated if c not in booked]
     return out
+
+
+def memory_diff(expected: Mapping[str, dict[str, Any]], got: Mapping[str, dict[str, Any]], limit: int = 5) -> str:
+    """The memory paths whose values differ, each with the crash-free value and the recovered one."""
+    missing = object()
+    lines = []
+    for key in sorted(set(expected) | set(got)):
+        want, have = expected.get(key, {}), got.get(key, {})
+        for path in sorted(set(want) | set(have)):
+            a, b = want.get(path, missing), have.get(path, missing)
+            if a != b:
+                shown = ("absent" if v is missing else repr(v) for v in (a, b))
+                lines.append("key {!r} path {!r}: crash-free {}, after recovery {}".format(key, path, *shown))
+    more = f"\n    … and {len(lines) - limit} more" if len(lines) > limit else ""
+    return "\n    " + "\n    ".join(lines[:limit]) + more
+
+
+@dataclass
+class Verdict:
+    """The verdict on a sweep, shared by ``durable sweep`` and the plugin (PLG-1, PLG-3).
+
+    ``effects_declared`` says whether side effects were declared to a ledger at all: without that,
+    an effect outside ``durable_execute`` or repeated by a re-executed call cannot be seen, and the
+    verdict says so instead of implying the agent is safe."""
+
+    outcomes: list[PointOutcome]
+    effects_declared: bool
+
+    @property
+    def violations(self) -> list[str]:
+        return [v for o in self.outcomes for v in o.violations]
+
+    @property
+    def failing(self) -> list[PointOutcome]:
+        return [o for o in self.outcomes if not o.ok]
+
+    @property
+    def unchecked(self) -> list[str]:
+        """Calls re-executed after a crash with no reconciler and no declared effect booked."""
+        return sorted({c for o in self.outcomes for c in o.unchecked})
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def caveats(self) -> list[str]:
+        """What this verdict could not check; empty when it checked everything it knows of."""
+        notes = []
+        if not self.effects_declared:
+            notes.append("no side effects were declared, so duplicate effects were not checked: an effect "
+                         "outside durable_execute, or a non-idempotent call re-executed after a crash, "
+                         "would pass unseen (declare effects: durable sweep --effect MODULE:NAME, or "
+                         "durable_ledger.wrap in a test) (PLG-3)")
+        if self.unchecked:
+            notes.append(f"{len(self.unchecked)} call(s) ran again after a crash with no record and no "
+                         f"reconciler (DE-6) and no declared effect was booked for them: "
+                         f"{', '.join(self.unchecked)}; safe only if those calls are idempotent")
+        return notes
+
+    def summary(self) -> str:
+        """One line: how many fault points, how many failed, and whether that can be called safe."""
+        head = f"{len(self.outcomes)} fault points, {len(self.failing)} with violations"
+        if not self.ok:
+            return f"{head}: UNSAFE"
+        return f"{head}: NOT VERIFIED (see the notes above)" if self.caveats() else f"{head}: safe"
 
 
 def points_to_crash(points: Sequence[FaultPoint]) -> list[FaultPoint]:
@@ -153,6 +232,60 @@ class LearningFailed:
     message: str
 
 
+class MarkerError(TypeError):
+    """A ``durable_sweep`` marker or harness call with bad arguments; the message names the test, the
+    argument and the fix (PLG-9)."""
+
+
+#: Runner arguments the harness sets itself, with what to use instead.
+HARNESS_OWNED = {
+    "store": "the store comes from --durable-store URL (ini durable_store); a custom store needs "
+             "reference_runtime.Runner(agent, store) directly",
+    "injector": "crashes come from the sweep, or from crash_at= / durable.crash(..., at=...)",
+    "reopen_store": "the harness reopens stores itself",
+}
+
+
+@functools.cache
+def _runner_options() -> frozenset[str]:
+    return frozenset(inspect.signature(Runner.__init__).parameters) - {"self", "agent", *HARNESS_OWNED}
+
+
+def check_runner_options(options: dict[str, Any], where: str) -> None:
+    """Refuse options the harness owns or the runner does not take, naming the alternative."""
+    for name in options:
+        if name in HARNESS_OWNED:
+            raise MarkerError(f"{where}: {name}= is not supported here: {HARNESS_OWNED[name]}")
+    known = _runner_options()
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise MarkerError(f"{where}: unknown runner option(s) {unknown}; known: {sorted(known)}")
+
+
+def sweep_marker(args: Sequence[Any], kwargs: dict[str, Any], where: str) -> tuple[type[Agent], list[tuple[str, Any]]]:
+    """The agent and inputs of a ``durable_sweep(agent, inputs, **runner_options)`` marker, checked."""
+    from reference_runtime.flink_agents_compat import is_agent
+
+    usage = "use @pytest.mark.durable_sweep(AgentClass, [(key, input), ...], **runner_options)"
+    if len(args) != 2:
+        raise MarkerError(f"{where}: durable_sweep takes 2 positional arguments, got {len(args)}; {usage}")
+    agent, inputs = args
+    if not is_agent(agent):
+        raise MarkerError(f"{where}: durable_sweep's first argument must be an Agent subclass (or a flink_agents "
+                          f"Agent), got {agent!r}; "
+                          f"{usage}")
+    if isinstance(inputs, dict):
+        raise MarkerError(f"{where}: durable_sweep's inputs are a dict; pass a list of (key, input) pairs, "
+                          f"e.g. list(inputs.items()) for {{key: input}}")
+    pairs = list(inputs) if isinstance(inputs, Sequence) and not isinstance(inputs, str | bytes) else None
+    bad = pairs is None or any(not isinstance(p, tuple | list) or len(p) != 2 for p in pairs)
+    if bad or not pairs:
+        raise MarkerError(f"{where}: durable_sweep's inputs must be a non-empty list of (key, input) pairs, "
+                          f"got {inputs!r:.80}; {usage}")
+    check_runner_options(kwargs, f"{where}: durable_sweep")
+    return agent, [(str(k), v) for k, v in pairs]
+
+
 def sweep_params(args: Sequence[Any], kwargs: dict[str, Any], where: str) -> tuple[list[Any], list[str]]:
     """Parameters and ids for a ``durable_sweep(agent, inputs, **options)`` marker: the crash-free run
     (``crash=none``) then one selector per fault point it reaches (``crash=call3:after-effect``; narrowed
@@ -160,14 +293,11 @@ def sweep_params(args: Sequence[Any], kwargs: dict[str, Any], where: str) -> tup
     virtual clock, at collection, in a canonical order so that every xdist worker collects the same ids.
     If the agent fails, the one parameter is a :class:`LearningFailed` that fails its test with the reason."""
     from reference_runtime.clock import VirtualClock
-    from reference_runtime.flink_agents_compat import is_agent
     from reference_runtime.stores.memory import InMemoryStore
 
     from .scenario import format_crash
 
-    if len(args) != 2 or not is_agent(args[0]):
-        raise TypeError(f"{where}: use @pytest.mark.durable_sweep(AgentClass, inputs, **runner_options)")
-    agent, inputs = args[0], [(str(k), v) for k, v in args[1]]
+    agent, inputs = sweep_marker(args, kwargs, where)
     try:
         # On a virtual clock: retry backoff and batch deadlines must not make collection wait (PLG-11).
         _, points = learn(agent, inputs, InMemoryStore, None, **{**kwargs, "clock": VirtualClock()})

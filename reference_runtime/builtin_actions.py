@@ -14,11 +14,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from .batch import DurableCall
+from .config import config_bool
 from .context import RunnerContext
 from .durable import Outcome
 from .events import ChatRequestEvent, ChatResponseEvent, Event, ToolRequestEvent, ToolResponseEvent
-
-_TRUE = {True, "true", "True", "1"}
 
 
 class ChatModel(Protocol):
@@ -29,7 +28,7 @@ class ChatModel(Protocol):
 
 
 def _flag(config: Mapping[str, Any], key: str, default: bool) -> bool:
-    return config.get(key, default) in _TRUE
+    return config_bool(config, key, default)
 
 
 def _arguments(raw: Any) -> dict[str, Any]:

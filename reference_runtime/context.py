@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
+from .config import config_bool
 from .durable import ActionExecution, DurableAwaitable
 from .events import Event
 from .memory import MemoryObject, check_action_access
@@ -42,7 +43,7 @@ class RunnerContext:
         self._owner = owner
         # A test switch (spec DE-14), to explore what recovery does when no reconciler is available;
         # read once per action, not on every durable call.
-        self._reconcilers = config.get(RECONCILERS_KEY, True) is not False
+        self._reconcilers = config_bool(config, RECONCILERS_KEY, True)
         self.sent: list[Event] = []
         #: Test-supplied resources by name (``Runner(resources=...)``), read by the flink_agents adapter.
         self.resources: Mapping[str, Any] = resources or {}

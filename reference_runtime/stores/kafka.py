@@ -88,7 +88,6 @@ thread-safe.
 from __future__ import annotations
 
 import logging
-import re
 import socket
 import threading
 import time
@@ -96,7 +95,6 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 from ..errors import CorruptRecordError, Location, StoreError, StoreUrlError
 from ..records import ActionState, CallResult, StateRef
@@ -105,10 +103,10 @@ from .kafka_flink_format import FLINK_AGENTS, FORMATS, NATIVE, partition_for
 from .kafka_native_format import _index, c_key, decode_frame, encode_frame, parse_record_key, s_key, t_key
 from .keyindex import KeyIndex
 from .native import decode_call_result, decode_state, encode_call_result, encode_state
+from .urls import TOPIC, parse_store_url
 
 #: ``(state key, business key, seq, action, decode)``; see :meth:`KafkaStore.inspect_states`.
 InspectedState = tuple[str, "str | None", "int | None", "str | None", Callable[[], tuple[ActionState, str]]]
-_TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 _LOG = logging.getLogger(__name__)
 
 
@@ -150,55 +148,25 @@ class _Replayed:
     problem: tuple[str, int | None] | None = None
 
 
-def _parse_url(url: str) -> tuple[str, str, dict[str, Any]]:
-    """``kafka://HOST:PORT/TOPIC[?partitions=N&timeout=S&format=F]`` -> (bootstrap, topic, options)."""
-    if not isinstance(url, str):
-        raise StoreUrlError(f"store URL must be a string, got {type(url).__name__}")
+def delete_topics(bootstrap: str, topics: Sequence[str], timeout: float = 10.0, *, admin: Any = None) -> None:
+    """Delete ``topics`` on the broker (what the test fixtures made); raise :class:`StoreError` naming the
+    first topic that could not be deleted."""
+    if not topics:
+        return
     try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as exc:
-        raise StoreUrlError(f"malformed Kafka store URL {url!r}: {exc}") from exc
-    if parts.scheme != "kafka":
-        raise StoreUrlError(f"malformed Kafka store URL {url!r}: scheme must be kafka://")
-    if not parts.hostname or port is None:
-        raise StoreUrlError(f"malformed Kafka store URL {url!r}: expected kafka://HOST:PORT/TOPIC")
-    if parts.username is not None or parts.password is not None or parts.fragment:
-        raise StoreUrlError(f"malformed Kafka store URL {url!r}: credentials and fragments are not supported")
-    topic = parts.path[1:] if parts.path.startswith("/") else ""
-    if not _TOPIC_RE.match(topic) or topic in (".", ".."):
-        raise StoreUrlError(f"malformed Kafka store URL {url!r}: the path must be one topic name "
-                            "(letters, digits, '.', '_', '-')")
-    options: dict[str, Any] = {}
-    try:
-        query = parse_qs(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query))
-    except ValueError as exc:
-        raise StoreUrlError(f"malformed Kafka store URL {url!r}: bad query: {exc}") from exc
-    for name, values in query.items():
-        if len(values) != 1:
-            raise StoreUrlError(f"malformed Kafka store URL {url!r}: {name} given {len(values)} times")
-        try:
-            if name == "partitions":
-                options[name] = int(values[0])
-                if options[name] < 1:
-                    raise ValueError("must be at least 1")
-            elif name == "timeout":
-                options[name] = float(values[0])
-                if not options[name] > 0:
-                    raise ValueError("must be positive")
-            elif name == "format":
-                if values[0] not in FORMATS:
-                    raise ValueError(f"{values[0]!r} is not one of {', '.join(FORMATS)}")
-                options[name] = values[0]
-            else:
-                raise StoreUrlError(f"malformed Kafka store URL {url!r}: unknown option {name!r} "
-                                    "(known: partitions, timeout, format)")
-        except ValueError as exc:
-            raise StoreUrlError(f"malformed Kafka store URL {url!r}: bad {name}: {exc}") from exc
-    host = parts.hostname
-    if ":" in host:  # IPv6 literal
-        host = f"[{host}]"
-    return f"{host}:{port}", topic, options
+        if admin is None:
+            from confluent_kafka import admin as kafka_admin
+
+            config: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": _LOG}
+            admin = kafka_admin.AdminClient(config)
+        futures = admin.delete_topics(list(topics), request_timeout=timeout)
+        for topic in topics:
+            try:
+                futures[topic].result(timeout)
+            except Exception as exc:  # the admin client raises KafkaException or a future's own errors
+                raise StoreError(f"cannot delete topic {topic!r} of Kafka store kafka://{bootstrap}: {exc}") from exc
+    except ImportError as exc:
+        raise StoreError(f"cannot delete Kafka topics on {bootstrap}: confluent-kafka is not installed") from exc
 
 
 def _probe(bootstrap: str, timeout: float) -> str | None:
@@ -231,7 +199,7 @@ class KafkaStore:
         if format not in FORMATS:
             raise StoreUrlError(f"unknown Kafka store format {format!r} for kafka://{bootstrap}/{topic}; "
                                 f"known: {', '.join(FORMATS)}")
-        if not _TOPIC_RE.match(topic):
+        if not TOPIC.match(topic):
             raise StoreUrlError(f"bad Kafka topic name {topic!r} for kafka://{bootstrap}/{topic}")
         if partitions < 1:
             raise StoreError(f"a Kafka store needs at least one partition, got {partitions}")
@@ -294,10 +262,15 @@ class KafkaStore:
     @classmethod
     def from_url(cls, url: str, *, timeout: float | None = None, read_only: bool = False) -> KafkaStore:
         """Open ``kafka://HOST:PORT/TOPIC`` (KSTORE-6)."""
-        bootstrap, topic, options = _parse_url(url)
-        if timeout is not None:
-            options["timeout"] = timeout
-        return cls(bootstrap, topic, read_only=read_only, **options)
+        parsed = parse_store_url(url)
+        if parsed.scheme != "kafka":
+            raise StoreUrlError(f"store URL {url!r}: expected kafka://HOST:PORT/TOPIC")
+        options: dict[str, Any] = {"timeout": timeout or parsed.timeout or 10.0}
+        if parsed.partitions is not None:
+            options["partitions"] = parsed.partitions
+        if parsed.format is not None:
+            options["format"] = parsed.format
+        return cls(parsed.bootstrap, parsed.path, read_only=read_only, **options)
 
     def reopen(self) -> KafkaStore:
         """A new store object over the same broker and topic, rebuilt from the log (a process restart).
@@ -684,6 +657,11 @@ class KafkaStore:
                 self._producer.flush(self.timeout)
             finally:
                 self._consumer.close()
+
+    def destroy(self) -> None:
+        """Close the store and delete its topic (the test fixtures call it for each isolated topic)."""
+        self.close()
+        delete_topics(self.bootstrap, [self.topic], self.timeout, admin=self._admin)
 
     def __len__(self) -> int:
         return len(self._entries)

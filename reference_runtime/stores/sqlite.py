@@ -1,10 +1,12 @@
-"""SQLite store: the embedded default. One file, WAL journal, ``synchronous=FULL``; every write is one
-transaction, so a process killed mid-write leaves the previous committed state intact."""
+"""SQLite store: the embedded default. One file (isolated stores may share it, each with its own table
+prefix), WAL journal, ``synchronous=FULL``; every write is one transaction, so a process killed mid-write
+leaves the previous committed state intact."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -16,22 +18,22 @@ from .base import RecoveryMarker
 from .native import decode_call_result, decode_state, encode_call_result, encode_state
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS action_states (
+CREATE TABLE IF NOT EXISTS {p}action_states (
     state_key TEXT PRIMARY KEY,
     business_key TEXT NOT NULL,
     seq INTEGER NOT NULL,
     action TEXT NOT NULL,
     header BLOB NOT NULL
 );
-CREATE INDEX IF NOT EXISTS action_states_by_key ON action_states (business_key, seq);
-CREATE TABLE IF NOT EXISTS call_results (
+CREATE INDEX IF NOT EXISTS {p}action_states_by_key ON {p}action_states (business_key, seq);
+CREATE TABLE IF NOT EXISTS {p}call_results (
     state_key TEXT NOT NULL,
     idx INTEGER NOT NULL,
     body BLOB NOT NULL,
     PRIMARY KEY (state_key, idx)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-INSERT OR IGNORE INTO meta VALUES ('writes', 0);
+CREATE TABLE IF NOT EXISTS {p}meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO {p}meta VALUES ('writes', 0);
 """
 
 
@@ -41,6 +43,9 @@ def _describe(exc: sqlite3.Error) -> str:
     return f"{exc} ({name})" if name else str(exc)
 
 
+_NAMESPACE = re.compile(r"^[A-Za-z0-9_]{0,64}$")
+
+
 def _loc(ref: StateRef, index: int | None = None) -> Location:
     return Location(ref.key, ref.seq, ref.action.name, index)
 
@@ -48,18 +53,28 @@ def _loc(ref: StateRef, index: int | None = None) -> Location:
 class SqliteStore:
     """An :class:`~reference_runtime.stores.base.ActionStateStore` in one SQLite file."""
 
-    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "FULL", timeout: float = 5.0) -> None:
-        """``timeout``: how long an operation waits for a file locked by another process before it fails
-        (spec FAIL-2; the run then stops with that one error)."""
+    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "FULL", namespace: str = "",
+                 timeout: float = 5.0) -> None:
+        """``namespace`` prefixes the store's tables, so isolated stores share one file; ``timeout`` is how
+        long an operation waits for a file locked by another process before it fails (spec FAIL-2; the run
+        then stops with that one error)."""
+        if not _NAMESPACE.match(namespace):
+            raise ValueError(f"SQLite store namespace {namespace!r}: letters, digits and '_' only")
         self.path = Path(path)
+        self.namespace = namespace
         self.url = f"sqlite:{self.path}"
+        # Isolated stores share one file, each in its own tables (spec STORE-10).
+        self._p = f"{namespace}__" if namespace else ""
+        if self.path.is_dir():
+            raise StoreError(f"cannot open SQLite store {self.url}: {self.path} is a directory; "
+                             "sqlite:PATH names one database file")
         try:
             self._conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None,
                                          timeout=timeout)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute(f"PRAGMA synchronous={synchronous}")
             self._conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-            self._conn.executescript(_SCHEMA)
+            self._conn.executescript(_SCHEMA.format(p=self._p))
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open SQLite store {self.url}: {exc}") from exc
         self._lock = threading.RLock()
@@ -85,7 +100,7 @@ class SqliteStore:
                         if n == 0 and guard is not None and cur.rowcount == 0:
                             guard()
                     if count:
-                        self._conn.execute("UPDATE meta SET value = value + 1 WHERE name = 'writes'")
+                        self._conn.execute(f"UPDATE {self._p}meta SET value = value + 1 WHERE name = 'writes'")
                     self._conn.execute("COMMIT")
                 except BaseException:
                     self._rollback()
@@ -105,13 +120,13 @@ class SqliteStore:
         calls = [encode_call_result(r) for r in state.call_results]
         stmts: list[tuple[str, Sequence[object]]] = [
             (
-                "INSERT OR REPLACE INTO action_states VALUES (?, ?, ?, ?, ?)",
+                f"INSERT OR REPLACE INTO {self._p}action_states VALUES (?, ?, ?, ?, ?)",
                 (ref.state_key, ref.key, ref.seq, ref.action.name, header),
             ),
-            ("DELETE FROM call_results WHERE state_key = ?", (ref.state_key,)),
+            (f"DELETE FROM {self._p}call_results WHERE state_key = ?", (ref.state_key,)),
         ]
         stmts += [
-            ("INSERT INTO call_results VALUES (?, ?, ?)", (ref.state_key, i, c)) for i, c in enumerate(calls)
+            (f"INSERT INTO {self._p}call_results VALUES (?, ?, ?)", (ref.state_key, i, c)) for i, c in enumerate(calls)
         ]
         self._tx(stmts)
         self.bytes_written += len(header) + sum(len(c) for c in calls)
@@ -120,23 +135,24 @@ class SqliteStore:
         with self._lock:
             try:
                 row = self._conn.execute(
-                    "SELECT header FROM action_states WHERE state_key = ?", (ref.state_key,)
+                    f"SELECT header FROM {self._p}action_states WHERE state_key = ?", (ref.state_key,)
                 ).fetchone()
                 if row is None:
                     # STORE-3; the usual miss (a new input) finds nothing later and writes nothing.
                     later = self._conn.execute(
-                        "SELECT 1 FROM action_states WHERE business_key = ? AND seq > ? LIMIT 1", (ref.key, ref.seq)
+                        f"SELECT 1 FROM {self._p}action_states WHERE business_key = ? AND seq > ? LIMIT 1",
+                        (ref.key, ref.seq),
                     ).fetchone()
                     if later is None:
                         return None
                     self._tx([
-                        ("DELETE FROM call_results WHERE state_key IN (SELECT state_key FROM action_states"
-                         " WHERE business_key = ? AND seq > ?)", (ref.key, ref.seq)),
-                        ("DELETE FROM action_states WHERE business_key = ? AND seq > ?", (ref.key, ref.seq)),
+                        (f"DELETE FROM {self._p}call_results WHERE state_key IN (SELECT state_key"
+                         f" FROM {self._p}action_states WHERE business_key = ? AND seq > ?)", (ref.key, ref.seq)),
+                        (f"DELETE FROM {self._p}action_states WHERE business_key = ? AND seq > ?", (ref.key, ref.seq)),
                     ])
                     return None
                 calls = self._conn.execute(
-                    "SELECT idx, body FROM call_results WHERE state_key = ? ORDER BY idx", (ref.state_key,)
+                    f"SELECT idx, body FROM {self._p}call_results WHERE state_key = ? ORDER BY idx", (ref.state_key,)
                 ).fetchall()
             except sqlite3.Error as exc:
                 raise StoreError(f"SQLite store {self.url} read failed [{_loc(ref)}]: {_describe(exc)}") from exc
@@ -156,13 +172,13 @@ class SqliteStore:
         # The first record is written only if its state exists and it leaves no gap (STORE-9); both are
         # index lookups on the primary keys, so a call costs the same after 10 or 100 000 earlier calls.
         first: tuple[str, Sequence[object]] = (
-            "INSERT OR REPLACE INTO call_results SELECT ?1, ?2, ?3"
-            " WHERE EXISTS (SELECT 1 FROM action_states WHERE state_key = ?1)"
-            " AND ?2 <= (SELECT COALESCE(MAX(idx) + 1, 0) FROM call_results WHERE state_key = ?1)",
+            f"INSERT OR REPLACE INTO {self._p}call_results SELECT ?1, ?2, ?3"
+            f" WHERE EXISTS (SELECT 1 FROM {self._p}action_states WHERE state_key = ?1)"
+            f" AND ?2 <= (SELECT COALESCE(MAX(idx) + 1, 0) FROM {self._p}call_results WHERE state_key = ?1)",
             (ref.state_key, index, encoded[0]),
         )
         rest = [
-            ("INSERT OR REPLACE INTO call_results VALUES (?, ?, ?)", (ref.state_key, index + i, body))
+            (f"INSERT OR REPLACE INTO {self._p}call_results VALUES (?, ?, ?)", (ref.state_key, index + i, body))
             for i, body in enumerate(encoded[1:], start=1)
         ]
         self._tx([first, *rest], guard=lambda: self._refuse_put(ref, index), count=False)
@@ -170,28 +186,30 @@ class SqliteStore:
 
     def _refuse_put(self, ref: StateRef, index: int) -> None:
         """Why the guarded first insert wrote nothing (runs inside the rolled-back transaction)."""
-        exists = self._conn.execute("SELECT 1 FROM action_states WHERE state_key = ?", (ref.state_key,)).fetchone()
+        exists = self._conn.execute(
+            f"SELECT 1 FROM {self._p}action_states WHERE state_key = ?", (ref.state_key,)
+        ).fetchone()
         if exists is None:
             raise StoreError(f"no action state to add call results to [{_loc(ref, index)}]")
         (count,) = self._conn.execute(
-            "SELECT COALESCE(MAX(idx) + 1, 0) FROM call_results WHERE state_key = ?", (ref.state_key,)
+            f"SELECT COALESCE(MAX(idx) + 1, 0) FROM {self._p}call_results WHERE state_key = ?", (ref.state_key,)
         ).fetchone()
         raise StoreError(f"call index {index} leaves a gap after {count} records [{_loc(ref, index)}]")
 
     def truncate_call_results(self, ref: StateRef, index: int) -> None:
-        self._tx([("DELETE FROM call_results WHERE state_key = ? AND idx >= ?", (ref.state_key, index))])
+        self._tx([(f"DELETE FROM {self._p}call_results WHERE state_key = ? AND idx >= ?", (ref.state_key, index))])
 
     def prune_state(self, key: str, seq: int) -> None:
         self._tx([
-            ("DELETE FROM call_results WHERE state_key IN (SELECT state_key FROM action_states"
+            (f"DELETE FROM {self._p}call_results WHERE state_key IN (SELECT state_key FROM {self._p}action_states"
              " WHERE business_key = ? AND seq <= ?)", (key, seq)),
-            ("DELETE FROM action_states WHERE business_key = ? AND seq <= ?", (key, seq)),
+            (f"DELETE FROM {self._p}action_states WHERE business_key = ? AND seq <= ?", (key, seq)),
         ])
 
     def get_recovery_marker(self) -> RecoveryMarker:
         with self._lock:
             try:
-                row = self._conn.execute("SELECT value FROM meta WHERE name = 'writes'").fetchone()
+                row = self._conn.execute(f"SELECT value FROM {self._p}meta WHERE name = 'writes'").fetchone()
             except sqlite3.Error as exc:
                 raise StoreError(f"SQLite store {self.url} read failed: {_describe(exc)}") from exc
         return {"writes": int(row[0])}
@@ -203,3 +221,31 @@ class SqliteStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+    def destroy(self) -> None:
+        """Close the store and drop its tables: what a test run leaves behind in a shared file. Works on
+        a closed store too (it opens its own connection); the file itself stays."""
+        self.close()
+        drop_namespaces(self.path, [self.namespace])
+
+
+def drop_namespaces(path: str | os.PathLike[str], namespaces: Sequence[str]) -> None:
+    """Drop the tables of the stores with these namespaces in the file ``path``, in one transaction."""
+    bad = [n for n in namespaces if not _NAMESPACE.match(n)]
+    if bad:
+        raise ValueError(f"SQLite store namespaces {bad!r}: letters, digits and '_' only")
+    try:
+        conn = sqlite3.connect(str(path), isolation_level=None)
+        try:
+            conn.execute("PRAGMA busy_timeout=5000")
+            conn.execute("BEGIN IMMEDIATE")  # one transaction: one sync, not one per table
+            for namespace in namespaces:
+                prefix = f"{namespace}__" if namespace else ""
+                for table in ("call_results", "action_states", "meta"):
+                    conn.execute(f"DROP TABLE IF EXISTS {prefix}{table}")
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise StoreError(f"SQLite store sqlite:{path}: cannot drop the tables of {len(namespaces)} "
+                         f"store(s): {exc}") from exc

@@ -19,11 +19,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_report_states_backend_capabilities_suite_version_seed_and_levels(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """CONF-3: the JSON report of `durable certify --store sqlite:DIR` names the backend, the declared
+    """CONF-3: the JSON report of `durable certify --store sqlite:FILE` names the backend, the declared
     capabilities, the suite version and seed, and gives a level per capability; the terminal summary and
     the Markdown twin say the same."""
     report = tmp_path / "r.json"
-    assert certify.main(["--store", f"sqlite:{tmp_path}", "--report", str(report), "--seed", "11"]) == 0
+    assert certify.main(["--store", f"sqlite:{tmp_path / 'stores.db'}", "--report", str(report), "--seed", "11"]) == 0
     doc = json.loads(report.read_text())
     assert doc["schema"] == REPORT_SCHEMA
     assert doc["backend"] == "sqlite:"

@@ -17,7 +17,7 @@ class TestReferenceRunner(RunnerConformance):
 class TestReferenceRunnerOnSqlite(RunnerConformance):
     @pytest.fixture(scope="session")
     def durable_runner_factory(self, tmp_path_factory: pytest.TempPathFactory) -> RunnerFactory:
-        stores: StoreFactory = factory_from_url(f"sqlite:{tmp_path_factory.mktemp('runner-sqlite')}")
+        stores: StoreFactory = factory_from_url(f"sqlite:{tmp_path_factory.mktemp('runner-sqlite') / 'stores.db'}")
         return RunnerFactory.reference(stores.new, name="reference-runner on sqlite:")
 
 

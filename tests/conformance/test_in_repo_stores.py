@@ -18,7 +18,7 @@ class TestMemoryStore(StoreConformance):
 class TestSqliteStore(StoreConformance):
     @pytest.fixture(scope="session")
     def durable_store_factory(self, tmp_path_factory: pytest.TempPathFactory) -> StoreFactory:
-        return factory_from_url(f"sqlite:{tmp_path_factory.mktemp('sqlite-conformance')}")
+        return factory_from_url(f"sqlite:{tmp_path_factory.mktemp('sqlite-conformance') / 'stores.db'}")
 
 
 class TestRedisServerStore(StoreConformance):

@@ -402,12 +402,27 @@ def test_batch_timeouts_run_on_the_frozen_clock() -> None:
     assert clock.sleeps == [1.0, 60.0], "the third call never started"
 
 
-def test_sqlite_store_factory_makes_distinct_files(tmp_path: Path) -> None:
-    factory = make_store_factory(f"sqlite:{tmp_path}", lambda: tmp_path)
+def test_sqlite_store_factory_isolates_stores_in_one_file(tmp_path: Path) -> None:
+    """STORE-10, STORE-11: sqlite:PATH is one database file; each store made for a run has its own tables
+    in it, and cleanup drops them."""
+    import sqlite3
+
+    from reference_runtime import ActionState
+    from reference_runtime.records import StateRef
+    from tests.runtime.test_stores_core import ACTION
+
+    db = tmp_path / "runs.db"
+    factory = make_store_factory(f"sqlite:{db}", lambda: tmp_path / "unused")
     a, b = factory(), factory()
-    assert a.path != b.path and a.path.parent == tmp_path  # type: ignore[attr-defined]
-    a.close()
-    b.close()
+    ref = StateRef("k", 0, ACTION, InputEvent("x"), "k-0")
+    assert a.path == b.path == db  # type: ignore[attr-defined]
+    assert a.namespace != b.namespace  # type: ignore[attr-defined]
+    a.put(ref, ActionState())
+    assert a.get(ref) is not None and b.get(ref) is None
+    factory.cleanup()
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(("-wal", "-shm"))) == ["runs.db"]
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall() == []
 
 
 TAGS = {"refund", "priority", "vip", "eu", "retry", "fraud-check", "manual"}

@@ -1,0 +1,267 @@
+"""The `durable` command as a user meets it: bad input is one line and status 2 before anything runs
+(CLI-3, CLI-4), --version and verbosity (CLI-5), and nothing left behind (STORE-11)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_durable.cli import main as durable
+from tests.stores.redis_server import free_port
+
+pytest_plugins = ["pytester"]
+ROOT = Path(__file__).resolve().parents[2]
+BAD_URLS = ["postgres://x", "redis://[::1", "redis://\uff4c\uff4f\uff43\uff41\uff4c\uff48\uff4f\uff53\uff54/0",
+            "redis://localhost/99999999999999999999", "sqlite:a\x00b", "kafka://h:1/", "ftp://x", ""]
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = durable(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _one_line_error(code: int, out: str, err: str) -> str:
+    assert code == 2, (out, err)
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    """CLI-5: `durable --version` prints the distribution's version."""
+    code, out, _ = _run(capsys, "--version")
+    assert code == 0 and re.fullmatch(r"durable \(pytest-durable\) \S+\n", out)
+
+
+@pytest.mark.parametrize("url", BAD_URLS)
+def test_bad_store_url_is_one_line_before_any_check(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """CLI-3, STORE-10: a malformed URL is one StoreUrlError line quoting it, once, and status 2."""
+    line = _one_line_error(*_run(capsys, "certify", "--store", url))
+    assert line.startswith("error: --store: store URL")
+    assert repr(url) in line or "is empty" in line
+
+
+def test_sweep_store_url_is_checked_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """CLI-3: `durable sweep --store` goes through the same check."""
+    inputs = tmp_path / "in.jsonl"
+    inputs.write_text('{"key": "k", "input": 1}\n')
+    line = _one_line_error(*_run(capsys, "sweep", "tests.plugin.verdict_agents:NonIdempotent", "--inputs",
+                                 str(inputs), "--store", "postgres://x"))
+    assert "unknown scheme" in line
+
+
+def test_missing_client_package_names_the_extra(monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """CLI-4: a redis:// URL without the redis package names the pip install line."""
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "redis" else real(name, *a))
+    line = _one_line_error(*_run(capsys, "certify", "--store", "redis://127.0.0.1:6379/0"))
+    assert "pip install 'pytest-durable[redis]'" in line
+
+
+def test_unreachable_server_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """CLI-4: nothing listening on the port: one line naming the URL, before any check runs."""
+    pytest.importorskip("redis")
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    line = _one_line_error(*_run(capsys, "certify", "--store", url))
+    assert f"cannot reach store {url}" in line
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["nope"], "unknown command 'nope'"),
+    (["certify", "-x"], "unrecognized arguments: -x"),
+    (["certify", "--backend", "nomodule_here:factory"], "no module named 'nomodule_here'"),
+    (["certify", "--backend", "json"], "expected MODULE:NAME"),
+    (["certify", "--backend", "json:nothing"], "json has no attribute 'nothing'"),
+    (["certify", "--backend", "json:__doc__"], "not callable"),
+    (["certify", "--backend", "json:dumps"], "calling it raised TypeError"),
+    (["certify", "--backend", "json:JSONDecoder"], "returned JSONDecoder; expected a conformance.StoreFactory"),
+    (["sweep", "json:loads", "--inputs", "x"], "not an Agent subclass"),
+    (["sweep", "tests.plugin.verdict_agents:NonIdempotent", "--inputs", "/nonexistent/in.jsonl"],
+     "cannot read it"),
+    (["sweep", "tests.plugin.verdict_agents:NonIdempotent"], "the following arguments are required: --inputs"),
+    (["sweep", "tests.plugin.verdict_agents:NonIdempotent", "--inputs", "{inputs}", "--effect", "json:nothing"],
+     "json has no attribute 'nothing'"),
+])
+def test_bad_command_line_is_one_line(argv: list[str], expected: str, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """CLI-3: each bad input names itself and the fix on one line, status 2."""
+    inputs = tmp_path / "in.jsonl"
+    inputs.write_text('{"key": "k", "input": 1}\n')
+    line = _one_line_error(*_run(capsys, *[a.replace("{inputs}", str(inputs)) for a in argv]))
+    assert expected in line
+
+
+def test_bad_inputs_line_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """CLI-3: a malformed inputs file names the file and the line."""
+    inputs = tmp_path / "in.jsonl"
+    inputs.write_text('{"key": "k", "input": 1}\n{"key": "k"\n')
+    line = _one_line_error(*_run(capsys, "sweep", "tests.plugin.verdict_agents:NonIdempotent", "--inputs",
+                                 str(inputs)))
+    assert f"{inputs}:2: not JSON" in line
+
+
+def _durable_subprocess(cwd: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+    full_env.pop("PYTEST_XDIST_WORKER", None)
+    # -P: like the `durable` console script, the current directory is not put on sys.path by Python.
+    return subprocess.run([sys.executable, "-P", "-m", "pytest_durable.cli", *argv], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_backend_next_to_the_shell_is_importable(tmp_path: Path) -> None:
+    """CLI-3: `durable certify --backend mypkg:factory` run beside mypkg imports it."""
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "__init__.py").write_text(
+        "from conformance import factory_from_url\n\ndef factory():\n    return factory_from_url('memory:')\n")
+    out = _durable_subprocess(tmp_path, "certify", "--backend", "mypkg:factory", "--seed", "1")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "overall level: FULL" in out.stdout
+
+
+def test_verbose_passes_through_and_the_table_is_clean(tmp_path: Path) -> None:
+    """CLI-5: -v reaches pytest (one line per check); under -n 2 nothing warns above the level table; the
+    levels are coloured when colour is forced and plain under NO_COLOR."""
+    verbose = _durable_subprocess(tmp_path, "certify", "--store", "memory:", "-v", "--seed", "1")
+    assert verbose.returncode == 0 and "PASSED" in verbose.stdout
+    spread = _durable_subprocess(tmp_path, "certify", "--store", "memory:", "-n", "2", "--seed", "1")
+    assert spread.returncode == 0, spread.stderr
+    assert "warning" not in spread.stdout.lower() and "warning" not in spread.stderr.lower()
+    coloured = _durable_subprocess(tmp_path, "certify", "--store", "memory:", "--seed", "1", FORCE_COLOR="1")
+    assert "\x1b[32mFULL" in coloured.stdout
+    plain = _durable_subprocess(tmp_path, "certify", "--store", "memory:", "--seed", "1", FORCE_COLOR="1",
+                                NO_COLOR="1")
+    assert "\x1b[" not in plain.stdout and "overall level: FULL" in plain.stdout
+
+
+# -- STORE-11: nothing left behind ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("store", [[], ["--store", "sqlite:"]], ids=["default", "sqlite:"])
+def test_certify_leaves_no_temporary_directory(store: list[str], tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """STORE-11: the temporary directory of `durable certify` (and the SQLite file in it) is removed."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    from conformance import certify
+
+    assert certify.main([*store, "--seed", "3"]) == 0
+    assert list(scratch.iterdir()) == []
+
+
+def test_certify_sqlite_file_is_one_file_and_emptied(tmp_path: Path) -> None:
+    """STORE-10, STORE-11: `--store sqlite:FILE` keeps every store in that one file (WAL/SHM aside) and
+    drops their tables at the end."""
+    import sqlite3
+
+    from conformance import certify
+
+    db = tmp_path / "certify.db"
+    assert certify.main(["--store", f"sqlite:{db}", "--seed", "4"]) == 0
+    assert {p.name for p in tmp_path.iterdir()} <= {"certify.db", "certify.db-wal", "certify.db-shm"}
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall() == []
+
+
+def _keys(url: str) -> set[bytes]:
+    import redis
+
+    client: Any = redis.Redis.from_url(url)
+    try:
+        return set(client.keys("*"))
+    finally:
+        client.close()
+
+
+def test_certify_deletes_its_redis_keys(real_redis: str) -> None:
+    """STORE-11: every key a certification wrote to Redis is deleted when it ends."""
+    from conformance import certify
+
+    before = _keys(real_redis)
+    assert certify.main(["--store", real_redis, "--seed", "5"]) == 0
+    assert _keys(real_redis) == before
+
+
+PLUGIN_TEST = '''
+from reference_runtime import Agent, Event, InputEvent, OutputEvent, RunnerContext, action
+
+def charge(amount):
+    return f"charged {amount}"
+
+class Refund(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def handle(event: Event, ctx: RunnerContext) -> None:
+        ctx.send_event(OutputEvent(ctx.durable_execute(charge, event.attributes["input"])))
+
+def test_sweep(durable):
+    durable.sweep(Refund, [("k", 1), ("j", 2)])
+'''
+
+
+def test_the_plugin_deletes_its_redis_keys(real_redis: str, pytester: pytest.Pytester) -> None:
+    """STORE-11: the stores a test made on Redis are deleted at the end of the test."""
+    pytester.makepyfile(test_user=PLUGIN_TEST)
+    before = _keys(real_redis)
+    result = pytester.runpytest_subprocess("--durable-store", real_redis, "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert _keys(real_redis) == before
+
+
+def test_the_plugin_sqlite_file_is_one_file(tmp_path: Path, pytester: pytest.Pytester) -> None:
+    """STORE-10, STORE-11: --durable-store sqlite:FILE keeps every store in that file, emptied afterwards."""
+    import sqlite3
+
+    pytester.makepyfile(test_user=PLUGIN_TEST)
+    db = tmp_path / "plugin.db"
+    result = pytester.runpytest_subprocess("--durable-store", f"sqlite:{db}", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert {p.name for p in tmp_path.iterdir()} <= {"plugin.db", "plugin.db-wal", "plugin.db-shm"}
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall() == []
+
+
+@pytest.mark.parametrize(("url", "expected"), [
+    ("postgres://x", "unknown scheme"),
+    ("redis://[::1", "Invalid IPv6 URL"),
+    ("sqlite:{dir}", "is a directory; sqlite:PATH names one database file"),
+    ("redis://127.0.0.1:{port}/0", "cannot reach store"),
+])
+def test_the_plugin_refuses_a_bad_store_once(url: str, expected: str, pytester: pytest.Pytester) -> None:
+    """CLI-4: a bad --durable-store is one usage error before any test runs, not a failure per test."""
+    pytest.importorskip("redis")
+    pytester.makepyfile(test_user=PLUGIN_TEST)
+    url = url.format(dir=pytester.path, port=free_port())
+    result = pytester.runpytest_subprocess("--durable-store", url, "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.stderr.lines if line.startswith("ERROR:")]
+    assert len(errors) == 1 and expected in errors[0]
+    result.stdout.no_fnmatch_line("*failed*")
+
+
+def test_an_agent_that_raises_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """CLI-3: an agent failing its crash-free run is reported on one line (status 1), not a traceback."""
+    inputs = tmp_path / "in.jsonl"
+    inputs.write_text('{"key": "k", "input": null}\n')  # None * 2 raises
+    code, _, err = _run(capsys, "sweep", "tests.plugin.verdict_agents:OutsideEffect", "--inputs", str(inputs))
+    assert code == 1 and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert "the agent raised ActionFailedError" in err
+
+
+def test_a_database_the_server_lacks_is_one_line(real_redis: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """CLI-4: a well-formed URL naming a database the server does not have fails the probe once."""
+    url = real_redis.rsplit("/", 1)[0] + "/999999"
+    line = _one_line_error(*_run(capsys, "certify", "--store", url))
+    assert f"cannot reach Redis store {url}" in line and "DB index" in line
