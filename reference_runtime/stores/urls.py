@@ -156,6 +156,10 @@ def check_store(url: str, *, timeout: float = 5.0) -> StoreUrl:
     parsed = parse_store_url(url)
     if parsed.scheme == "sqlite" and parsed.path and Path(parsed.path).is_dir():
         raise StoreError(f"store URL {url!r}: {parsed.path} is a directory; sqlite:PATH names one database file")
+    if parsed.scheme == "sqlite" and parsed.path and not Path(parsed.path).parent.is_dir():
+        # A mistyped path must not leave a tree of new directories and an empty database behind.
+        raise StoreError(f"store URL {url!r}: the directory {Path(parsed.path).parent} does not exist; "
+                         "create it or name a file in an existing directory")
     if not parsed.server:
         return parsed
     require_client(parsed)

@@ -265,3 +265,21 @@ def test_a_database_the_server_lacks_is_one_line(real_redis: str, capsys: pytest
     url = real_redis.rsplit("/", 1)[0] + "/999999"
     line = _one_line_error(*_run(capsys, "certify", "--store", url))
     assert f"cannot reach Redis store {url}" in line and "DB index" in line
+
+
+def test_a_sqlite_path_in_a_missing_directory_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """CLI-4: a mistyped sqlite path is refused before anything runs; no directory or file is made."""
+    missing = tmp_path / "no" / "such" / "dir" / "x.db"
+    line = _one_line_error(*_run(capsys, "certify", "--store", f"sqlite:{missing}"))
+    assert "does not exist" in line and str(missing.parent) in line
+    assert not (tmp_path / "no").exists()
+
+
+def test_output_piped_to_a_reader_that_stops_early_is_no_traceback(tmp_path: Path) -> None:
+    """CLI-3: output to a pipe whose reader has gone (`durable --help | head -1`) ends quietly with status
+    0, without a BrokenPipeError traceback."""
+    script = ("import os, sys\nr, w = os.pipe()\nos.close(r)\nos.dup2(w, 1)\n"
+              "from pytest_durable.cli import main\nsys.exit(main(['--help']))\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "BrokenPipe" not in done.stderr, done.stderr
