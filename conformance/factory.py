@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import itertools
+import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from reference_runtime.stores.base import ActionStateStore
 
-#: Capabilities a store can declare. ``core`` is every store's baseline.
-CAPABILITIES = ("core", "restart", "concurrent_writers")
+#: Capabilities a store can declare. ``core`` is every store's baseline; ``mid_write_kill`` claims the
+#: store's data outlives a SIGKILLed process and ``reopen`` works in a forked child and on a closed store.
+CAPABILITIES = ("core", "restart", "concurrent_writers", "mid_write_kill")
 
 
 class StoreFactory:
@@ -38,6 +40,8 @@ class StoreFactory:
         found = {"core", "concurrent_writers"} if "concurrent_writers" in self.capabilities else {"core"}
         if self.reopen is not None:
             found.add("restart")
+            if "mid_write_kill" in self.capabilities and hasattr(os, "fork"):
+                found.add("mid_write_kill")
         return frozenset(found)
 
 
@@ -65,7 +69,8 @@ def factory_from_url(url: str, workdir: Path | None = None) -> StoreFactory:
             store.close()
             return SqliteStore(path)
 
-        return StoreFactory(new, reopen=reopen, capabilities={"core", "restart", "concurrent_writers"},
+        return StoreFactory(new, reopen=reopen,
+                            capabilities={"core", "restart", "concurrent_writers", "mid_write_kill"},
                             name="sqlite:")
     from reference_runtime.stores.urls import open_store, parse_store_url
 
@@ -82,4 +87,7 @@ def factory_from_url(url: str, workdir: Path | None = None) -> StoreFactory:
         return again
 
     caps = {"core", "restart", "concurrent_writers"}
+    if parsed.scheme.startswith("redis"):
+        # A Kafka client cannot start in a forked child of a process that used one; Redis's can.
+        caps.add("mid_write_kill")
     return StoreFactory(fresh, reopen=reopen_same, capabilities=caps, name=f"{parsed.scheme}:")

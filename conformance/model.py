@@ -14,8 +14,9 @@ from reference_runtime.stores.base import ActionStateStore
 from .factory import StoreFactory
 from .store_suite import ref
 
-KEYS = st.sampled_from(["a", "b"])
-SEQS = st.integers(0, 3)
+#: Keys that are prefixes of one another and non-ASCII; sequence numbers on both sides of 9.
+KEYS = st.sampled_from(["a", "ab", "é"])
+SEQS = st.sampled_from([0, 1, 2, 9, 10, 11])
 RESULT = st.builds(lambda f, ok: CallResult.succeeded(f, "d", b"r") if ok else CallResult.pending(f, "d"),
                    st.sampled_from(["f", "g", "h"]), st.booleans())
 
@@ -40,11 +41,13 @@ def make_machine(factory: StoreFactory) -> type[RuleBasedStateMachine]:
             got = self.store.get(ref(key, seq))
             expected = self.model.get((key, seq))
             if expected is None:
-                assert got is None
+                assert got is None, f"STORE-3: ({key!r}, {seq}) expected a miss, got a state"
                 for k in [k for k in self.model if k[0] == key and k[1] > seq]:
                     del self.model[k]
             else:
-                assert got is not None and got.call_results == expected
+                assert got is not None, f"STORE-1: ({key!r}, {seq}) expected a state, got None"
+                assert got.call_results == expected, (
+                    f"STORE-5: call results of ({key!r}, {seq}): expected {expected}, got {got.call_results}")
 
         @rule(key=KEYS, seq=SEQS, data=st.data())
         def put_call_results(self, key: str, seq: int, data: st.DataObject) -> None:
@@ -80,8 +83,9 @@ def make_machine(factory: StoreFactory) -> type[RuleBasedStateMachine]:
             # Reads through the miss path would change the model, so only present states are checked.
             for (key, seq), expected in sorted(self.model.items()):
                 got = self.store.get(ref(key, seq))
-                assert got is not None, f"state ({key}, {seq}) is lost"
-                assert got.call_results == expected, f"call results of ({key}, {seq}) differ"
+                assert got is not None, f"STORE-1: state ({key!r}, {seq}) is lost: expected a state, got None"
+                assert got.call_results == expected, (
+                    f"STORE-5: call results of ({key!r}, {seq}): expected {expected}, got {got.call_results}")
 
         def teardown(self) -> None:
             self.store.close()

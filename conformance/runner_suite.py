@@ -39,10 +39,9 @@ from reference_runtime.stores.forwarding import ForwardingStore
 
 from . import agents
 from .agents import LEDGER
+from .marks import capability, capability_of, clause
 from .runner_factory import RunnerFactory
 
-clause = pytest.mark.clause
-capability = pytest.mark.capability
 
 INPUTS = [("alice", 1), ("bob", 2), ("alice", 3)]
 
@@ -126,19 +125,15 @@ def _call(key: str, seq: int, action: str, index: int) -> str:
 class _RunnerChecks:
     """Every runner check. Not collected itself (no ``Test`` prefix); a subclass named ``Test…`` is."""
 
-    @pytest.fixture(scope="session")
-    def durable_runner_factory(self) -> RunnerFactory:
-        raise pytest.UsageError("override the session-scoped fixture `durable_runner_factory` in your suite")
-
     @pytest.fixture(autouse=True)
     def _backend_property(self, request: pytest.FixtureRequest,
                           durable_runner_factory: RunnerFactory) -> Iterator[None]:
         request.node.user_properties.append(("backend", durable_runner_factory.name))
         declared = ",".join(sorted(durable_runner_factory.capabilities))
         request.node.user_properties.append(("declared_capabilities", declared))
-        cap = request.node.get_closest_marker("capability")
-        if cap is not None and cap.args[0] not in durable_runner_factory.capabilities:
-            pytest.skip(f"runner does not declare the {cap.args[0]!r} capability")
+        cap = capability_of(request.node)
+        if cap is not None and cap not in durable_runner_factory.capabilities:
+            pytest.skip(f"runner does not declare the {cap!r} capability")
         agents.reset()
         yield
         agents.reset()
