@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from reference_runtime import (
+    ActionFailedError,
     ActionState,
     Agent,
     CallId,
@@ -56,6 +57,7 @@ class Write:
     action: str
     index: int | None
     statuses: tuple[str, ...] = ()
+    digests: tuple[str, ...] = ()
 
 
 class ObservedStore(ForwardingStore):
@@ -64,7 +66,8 @@ class ObservedStore(ForwardingStore):
 
     def _note(self, method: str, ref: StateRef, index: int | None, results: Sequence[CallResult] = ()) -> None:
         LEDGER.note("write", Write(method, ref.key, ref.seq, ref.action.name, index,
-                                   tuple(r.effective_status.value for r in results)))
+                                   tuple(r.effective_status.value for r in results),
+                                   tuple(r.args_digest for r in results)))
 
     def put(self, ref: StateRef, state: ActionState) -> None:
         super().put(ref, state)
@@ -329,7 +332,9 @@ class _RunnerChecks:
                            [CrashAt(Phase.AFTER_PENDING)])
         first_effect = next(i for i, (what, _) in enumerate(run.log) if what == "effect")
         before = [w for what, w in run.log[:first_effect] if what == "write" and w.method == "put_call_results"]
-        assert before and before[0] == Write("put_call_results", "k", 0, "work", 0, ("PENDING",) * 3), before
+        got = [(w.method, w.key, w.seq, w.action, w.index, w.statuses) for w in before[:1]]
+        assert got == [("put_call_results", "k", 0, "work", 0, ("PENDING",) * 3)], (
+            f"BAT-2: expected one write reserving slots 0..2 as PENDING before the first call ran, got {got}")
         assert run.result.outputs == {"k": [[10, 20, 30]]}
 
     @pytest.mark.parametrize(
@@ -421,6 +426,123 @@ class _RunnerChecks:
         ids = [c.call_id for c in LEDGER.contexts if c.call_id.seq == 1 and c.call_id.call_index == 1]
         assert ids == [CallId("k", 1, "work", 1)] * 3
         assert {c.idempotency_key for c in LEDGER.contexts if c.call_id in ids} == {_call("k", 1, "work", 1)}
+
+    # -- the runner itself ------------------------------------------------------------------------------------
+    @clause("RUN-1")
+    @clause("RUN-4")
+    @capability("runner")
+    def test_sequence_numbers_and_outputs_per_key(self, durable_runner_factory: RunnerFactory) -> None:
+        """RUN-1, RUN-4: each input gets the next sequence number of its key from 0 (past 9 too), and its
+        outputs are collected under its key, in input order, equal outputs included."""
+        inputs = [("k", 1), ("j", 1), ("k", 1)] + [("k", i) for i in range(2, 12)]
+        run = self.crash_free(durable_runner_factory, agents.Steps, inputs)
+        seqs: dict[str, list[int]] = {}
+        for c in LEDGER.contexts:
+            if c.call_id.call_index == 0:
+                seqs.setdefault(c.call_id.key, []).append(c.call_id.seq)
+        assert seqs == {"k": list(range(12)), "j": [0]}, (
+            f"RUN-1: sequence numbers per key: expected k 0..11 and j [0], got {seqs}")
+        want = {"k": [60, 60] + [30 * i + 30 for i in range(2, 12)], "j": [60]}
+        assert run.result.outputs == want, f"RUN-4: outputs per key: expected {want}, got {run.result.outputs}"
+
+    @clause("RUN-2")
+    @capability("runner")
+    def test_actions_run_in_declaration_order(self, durable_runner_factory: RunnerFactory) -> None:
+        """RUN-2: every action declared for an event type runs, in declaration order."""
+        run = self.crash_free(durable_runner_factory, agents.Ordered, [("k", 1)])
+        assert run.result.memory["k"]["order"] == ["zeta", "alpha"], (
+            f"RUN-2: expected actions ['zeta', 'alpha'], got {run.result.memory['k'].get('order')}")
+
+    @clause("MEM-8")
+    @capability("runner")
+    def test_sensory_memory_is_empty_at_the_start_of_every_run(self, durable_runner_factory: RunnerFactory) -> None:
+        """MEM-8: sensory memory written by one run is gone at the start of the next run of the key (and is
+        seen by the run's later actions); also after a crash and recovery."""
+        run = self.crash_free(durable_runner_factory, agents.Sensory, [("k", 1), ("k", 2), ("j", 3)])
+        want = {"k": [[None, 1], [None, 2]], "j": [[None, 3]]}
+        assert run.result.outputs == want, f"MEM-8: [seen before, seen after] per run: expected {want}, " \
+                                           f"got {run.result.outputs}"
+        run = self.execute(durable_runner_factory, agents.Sensory, [("k", 1), ("k", 2)],
+                           [CrashAt(Phase.BEFORE_COMPLETE, seq=1, action="second")])
+        assert run.result.outputs == {"k": [[None, 1], [None, 2]]}, (
+            f"MEM-8: after a crash in the second run: expected {{'k': [[None, 1], [None, 2]]}}, "
+            f"got {run.result.outputs}")
+
+    @clause("RUN-6")
+    @clause("MEM-11")
+    @capability("runner_async")
+    def test_actions_stay_on_the_runner_thread(self, durable_runner_factory: RunnerFactory) -> None:
+        """RUN-6, MEM-11: every action of every key runs on one thread, the runner's; asynchronous durable
+        work runs on a pool thread, never on it."""
+        self.crash_free(durable_runner_factory, agents.Threads, [("a", 1), ("b", 2), ("c", 3), ("a", 4)])
+        actions = {t for what, t in LEDGER.threads if what == "action"}
+        durable = {t for what, t in LEDGER.threads if what == "durable"}
+        assert len(actions) == 1, f"RUN-6: actions ran on {len(actions)} threads, expected the runner's only"
+        assert not durable & actions, "RUN-6: asynchronous durable work ran on the runner's thread, expected a pool"
+
+    @clause("RUN-5")
+    @capability("runner_async")
+    def test_other_keys_progress_while_an_action_awaits(self, durable_runner_factory: RunnerFactory) -> None:
+        """RUN-5: while key ``slow`` awaits durable work, key ``fast`` runs (the work waits for it)."""
+        run = self.crash_free(durable_runner_factory, agents.Interleaved, [("slow", "slow"), ("fast", "fast")])
+        assert run.result.outputs == {"slow": [True], "fast": ["fast"]}, (
+            f"RUN-5: expected key fast to run while slow awaited (slow: [True]), got {run.result.outputs}")
+
+    @clause("RUN-9")
+    @clause("RUN-10")
+    @capability("runner")
+    def test_action_failure_names_its_action_after_other_keys_finish(
+            self, durable_runner_factory: RunnerFactory) -> None:
+        """RUN-9, RUN-10: an exception from action code fails the run with ActionFailedError naming key,
+        sequence number and action, raised after the other keys of the segment ran to their end."""
+        agents.reset()
+        store = ObservedStore(durable_runner_factory.new_store())
+        try:
+            with pytest.raises(ActionFailedError) as info:
+                durable_runner_factory.run(agents.Failing, [("a", "boom"), ("b", 2)], store=store)
+        finally:
+            store.close()
+        err = info.value
+        assert (err.key, err.seq, err.action) == ("a", 0, "work"), (
+            f"RUN-9: expected ActionFailedError at ('a', 0, 'work'), got {(err.key, err.seq, err.action)}")
+        assert LEDGER.effects[_call("b", 0, "work", 0)] == 1, (
+            "RUN-10: key b did not run to its end before the failure of key a was raised")
+
+    @clause("DE-5")
+    @clause("REC-7")
+    @capability("runner")
+    def test_reconciled_outcome_is_persisted(self, durable_runner_factory: RunnerFactory) -> None:
+        """DE-5, REC-7: the reconciler's outcome is persisted in the PENDING slot before the action goes
+        on, so a second crash later in the recovery replays it without asking the reconciler again."""
+        call = _call("k", 0, "work", 0)
+        run = self.execute(durable_runner_factory, agents.Reconciled, [("k", 4)],
+                           [CrashAt(Phase.AFTER_EFFECT, call_index=0), CrashAt(Phase.BEFORE_COMPLETE)])
+        assert run.result.outputs == {"k": [40]}, f"DE-5: expected outputs {{'k': [40]}}, got {run.result.outputs}"
+        finalized = [w for w in run.writes_after_first_crash()
+                     if w.method == "put_call_results" and w.index == 0 and w.statuses == ("SUCCEEDED",)]
+        assert finalized, "DE-5: the reconciled outcome was never persisted in slot 0 (no SUCCEEDED write)"
+        assert LEDGER.reconciled == [call], (
+            f"DE-5: expected one reconciliation of {call}, got {LEDGER.reconciled} (outcome not persisted?)")
+        assert run.effects == Counter({call: 1}), f"DE-5: expected the effect once, got {dict(run.effects)}"
+
+    @clause("BAT-3")
+    @clause("BAT-4")
+    @capability("runner_batch")
+    def test_batch_runs_exactly_parallelism_calls_and_finalizes_by_index(
+            self, durable_runner_factory: RunnerFactory) -> None:
+        """BAT-3, BAT-4: with ``tool-call.parallelism`` 3 a batch of six runs three calls at once (not one, not
+        six) on threads other than the runner's; later calls finish first, yet each outcome is finalized at its
+        own index and the outcomes come back in input order."""
+        run = self.crash_free(durable_runner_factory, agents.ParallelBatch, [("k", 0)])
+        assert run.result.outputs == {"k": [[0, 10, 20, 30, 40, 50]]}, (
+            f"BAT-4: expected outcomes in input order [0, 10, …, 50], got {run.result.outputs}")
+        assert LEDGER.max_active == 3, (
+            f"BAT-3: expected exactly tool-call.parallelism = 3 calls at once, got at most {LEDGER.max_active}")
+        finals = [w for w in run.log if w[0] == "write" and w[1].method == "put_call_results"
+                  and "PENDING" not in w[1].statuses]
+        placed = {(w.index or 0) + i: d for _, w in finals for i, d in enumerate(w.digests)}
+        want = {i: args_digest((i, 3), {}) for i in range(6)}
+        assert placed == want, f"BAT-4: slot → digest of the finalizing writes: expected {want}, got {placed}"
 
 
 class RunnerConformance(_RunnerChecks):
