@@ -93,6 +93,8 @@ def make_machine(factory: StoreFactory) -> type[RuleBasedStateMachine]:
     # No example database: the session seed alone decides the sequences, so a report is reproducible from
     # its seed (CONF-6) and a failure is not replayed into an unrelated run. A slow (remote) backend makes
     # the steps slow, which says nothing about the generated data: too_slow is not a finding.
-    StoreVsModel.TestCase.settings = settings(max_examples=30, stateful_step_count=15, deadline=None, database=None,
+    # The active Hypothesis profile is the parent, so a profile (``--hypothesis-profile``) can turn off
+    # shrinking where only the verdict matters (the kit's own mutation suite does).
+    StoreVsModel.TestCase.settings = settings(settings.default, max_examples=30, stateful_step_count=15, deadline=None, database=None,
                                               suppress_health_check=[HealthCheck.too_slow])
     return StoreVsModel

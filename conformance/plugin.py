@@ -95,8 +95,15 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
         return (yield)
     except AssertionError as exc:
         text = str(exc)
-        if clauses and not any(cid in text.split("\n", 1)[0] for cid in clauses):
-            exc.args = (f"{', '.join(clauses)} violated: {text}", *exc.args[1:])
+        first = text.split("\n", 1)[0]
+        missing = [cid for cid in clauses if cid not in first]
+        if missing:
+            exc.args = (f"{', '.join(clauses)} violated: {text}" if len(missing) == len(clauses)
+                        else f"[{', '.join(clauses)}] {text}", *exc.args[1:])
+        raise
+    except pytest.fail.Exception as exc:
+        if clauses and not any(cid in exc.msg for cid in clauses):
+            raise pytest.fail.Exception(f"{', '.join(clauses)} violated: {exc.msg}", pytrace=exc.pytrace) from None
         raise
     except Exception as exc:
         if not clauses or capability_of(item) is None:

@@ -324,8 +324,9 @@ class _StoreChecks:
         present("STORE-4", store, ref("k1", 0), True, "belongs to key 'k1', not 'k'")
         store.prune_state("k", 11)
         present("STORE-4", store, ref("k", 20), True, "is above prune_state('k', 11)")
-        # Absent ones last: each miss hides the later sequence numbers (STORE-3).
-        for seq in (11, 10, 9, 3, 2, 1, 0):
+        # Absent ones last, as each miss hides the later sequence numbers (STORE-3); seq 9 first, the one a
+        # text comparison ("9" > "11") keeps.
+        for seq in (9, 3, 2, 11, 10, 1, 0):
             present("STORE-4", store, ref("k", seq), False, "is at or below prune_state('k', 11)")
 
     # -- STORE-5: deltas --------------------------------------------------------------------------------------
@@ -442,6 +443,7 @@ class _StoreChecks:
         """STORE-6: taking a marker changes nothing; rebuilding from the markers of a checkpoint (the
         minimum wins, in any order) restores every state put after the earliest one; a second restart
         without new markers restores them again."""
+        store.put(ref("early", 0), tagged("early"))
         first = store.get_recovery_marker()
         store.put(ref("a", 0), tagged("a"))
         again_first = store.get_recovery_marker()
@@ -548,5 +550,7 @@ class ModelConformance:
 from .crash import KillConformance  # noqa: E402  (it uses the helpers above)
 
 
-class StoreConformance(_StoreChecks, ModelConformance, KillConformance):
+# Bases in this order so pytest runs the direct checks first, then the kill and the model-based check
+# (it collects inherited checks in reverse MRO order).
+class StoreConformance(ModelConformance, KillConformance, _StoreChecks):
     """The aggregate suite a backend author subclasses (as ``class TestMyStore(StoreConformance)``)."""
