@@ -3,7 +3,7 @@
 The ``mid_write_kill`` capability claims that the store's data outlives its process and that
 ``reopen(store)`` works in a forked child and on a closed store object. The check closes the store, forks;
 the child reopens it and writes without pause (a whole ``put`` of a state whose every field names it, then
-a two-record delta), reporting each returned write on a pipe; the parent kills the child with SIGKILL a
+a four-record delta), reporting each returned write on a pipe; the parent kills the child with SIGKILL a
 few milliseconds into the run, reopens the store itself, rebuilds it from the marker taken before the
 first fork, and requires every write to be whole or absent, and every reported write to be there.
 """
@@ -24,15 +24,15 @@ from reference_runtime.stores.base import ActionStateStore, RecoveryMarker
 
 from .factory import StoreFactory
 from .marks import capability, clause
-from .store_suite import ref, same_state, typed
+from .states import ref, same_state, typed
 
-ROUNDS = 16
+ROUNDS = 32
 #: Writes the child must report before the kill can come, so every round kills a store in full swing.
 WARM_UP = 6
 
 
 def whole(key: str, calls: int) -> ActionState:
-    """The state ``put`` writes for ``key`` (3 records) and what the delta makes of it (5 records)."""
+    """The state ``put`` writes for ``key`` (3 records) and what the four-record delta makes of it (7)."""
     return ActionState(
         short_term_memory_updates=[MemoryUpdate(f"m{i}", key) for i in range(3)],
         sensory_memory_updates=[MemoryUpdate("s", key)],
@@ -49,7 +49,7 @@ def _child(factory: StoreFactory, store: ActionStateStore, marker: RecoveryMarke
         key = f"kill{round_}-{i}"
         s.put(ref(key, 0), whole(key, 3))
         os.write(fd, b"p")
-        s.put_call_results(ref(key, 0), 3, whole(key, 5).call_results[3:])
+        s.put_call_results(ref(key, 0), 3, whole(key, 7).call_results[3:])
         os.write(fd, b"d")
         i += 1
 
@@ -127,8 +127,8 @@ class KillConformance:
                     assert i == puts, f"STORE-7: {where}: a put that returned is absent after the kill: got None"
                     continue
                 if i < deltas:
-                    same_state("STORE-7", f"{where}, delta returned", whole(key, 5), got)
-                elif typed(got) not in (typed(whole(key, 3)), typed(whole(key, 5))):
-                    same_state("STORE-7", f"{where}: expected the put whole (3 records) or with its delta (5)",
+                    same_state("STORE-7", f"{where}, delta returned", whole(key, 7), got)
+                elif typed(got) not in (typed(whole(key, 3)), typed(whole(key, 7))):
+                    same_state("STORE-7", f"{where}: expected the put whole (3 records) or with its delta (7)",
                                whole(key, 3), got)
             store.close()

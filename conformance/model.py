@@ -12,7 +12,7 @@ from reference_runtime.records import ActionState, CallResult
 from reference_runtime.stores.base import ActionStateStore
 
 from .factory import StoreFactory
-from .store_suite import ref
+from .states import ref
 
 #: Keys that are prefixes of one another and non-ASCII; sequence numbers on both sides of 9.
 KEYS = st.sampled_from(["a", "ab", "é"])
@@ -95,6 +95,7 @@ def make_machine(factory: StoreFactory) -> type[RuleBasedStateMachine]:
     # the steps slow, which says nothing about the generated data: too_slow is not a finding.
     # The active Hypothesis profile is the parent, so a profile (``--hypothesis-profile``) can turn off
     # shrinking where only the verdict matters (the kit's own mutation suite does).
-    StoreVsModel.TestCase.settings = settings(settings.default, max_examples=30, stateful_step_count=15, deadline=None, database=None,
+    StoreVsModel.TestCase.settings = settings(settings.default, max_examples=30, stateful_step_count=15,
+                                              deadline=None, database=None,
                                               suppress_health_check=[HealthCheck.too_slow])
     return StoreVsModel

@@ -102,8 +102,9 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
                         else f"[{', '.join(clauses)}] {text}", *exc.args[1:])
         raise
     except pytest.fail.Exception as exc:
-        if clauses and not any(cid in exc.msg for cid in clauses):
-            raise pytest.fail.Exception(f"{', '.join(clauses)} violated: {exc.msg}", pytrace=exc.pytrace) from None
+        msg = exc.msg or ""
+        if clauses and not any(cid in msg for cid in clauses):
+            raise pytest.fail.Exception(f"{', '.join(clauses)} violated: {msg}", pytrace=exc.pytrace) from None
         raise
     except Exception as exc:
         if not clauses or capability_of(item) is None:

@@ -43,7 +43,6 @@ from .agents import LEDGER
 from .marks import capability, capability_of, clause
 from .runner_factory import RunnerFactory
 
-
 INPUTS = [("alice", 1), ("bob", 2), ("alice", 3)]
 
 

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from hypothesis import Phase, settings
 
 from tests.conformance.mutants import CONTROLS, MUTANTS

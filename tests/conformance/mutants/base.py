@@ -73,13 +73,15 @@ class JsonCodec:
         return [MemoryUpdate(p, self.load_value(v), bool(o)) for p, v, o in raw]
 
     def dump_header(self, s: ActionState) -> str:
-        return json.dumps({"task": self.dump_event(s.task_event), "sensory": self.dump_updates(s.sensory_memory_updates),
+        return json.dumps({"task": self.dump_event(s.task_event),
+                           "sensory": self.dump_updates(s.sensory_memory_updates),
                            "short": self.dump_updates(s.short_term_memory_updates),
                            "out": [self.dump_event(e) for e in s.output_events], "completed": s.completed})
 
     def load_header(self, text: str) -> ActionState:
         d = json.loads(text)
-        return ActionState(task_event=self.load_event(d["task"]), sensory_memory_updates=self.load_updates(d["sensory"]),
+        return ActionState(task_event=self.load_event(d["task"]),
+                           sensory_memory_updates=self.load_updates(d["sensory"]),
                            short_term_memory_updates=self.load_updates(d["short"]),
                            output_events=[e for e in map(self.load_event, d["out"]) if e is not None],
                            completed=d["completed"])

@@ -3,6 +3,7 @@ that bug violates (``VIOLATES``). Written through the public store protocol only
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import fnmatch
 import sqlite3
@@ -774,8 +775,6 @@ class WriteBehind(SqlStore):
 
     def close(self) -> None:
         with self.lock:
-            try:
+            with contextlib.suppress(sqlite3.ProgrammingError):  # already closed
                 self.flush()
-            except sqlite3.ProgrammingError:
-                pass  # already closed
             super().close()
