@@ -39,19 +39,23 @@ SUITE = textwrap.dedent(
 
     if isinstance(FACTORY, RunnerFactory):
 
+        @pytest.fixture(scope="session")
+        def durable_runner_factory():
+            return FACTORY
+
         class TestCertify(RunnerConformance):
-            @pytest.fixture(scope="session")
-            def durable_runner_factory(self):
-                return FACTORY
+            pass
 
     else:
 
+        @pytest.fixture(scope="session")
+        def durable_store_factory(tmp_path_factory):
+            if FACTORY is not None:
+                return FACTORY
+            return factory_from_url(URL or "sqlite:" + str(tmp_path_factory.mktemp("certify")))
+
         class TestCertify(StoreConformance):
-            @pytest.fixture(scope="session")
-            def durable_store_factory(self, tmp_path_factory):
-                if FACTORY is not None:
-                    return FACTORY
-                return factory_from_url(URL or "sqlite:" + str(tmp_path_factory.mktemp("certify")))
+            pass
     """
 )
 

@@ -37,7 +37,8 @@ def test_report_states_backend_capabilities_suite_version_seed_and_levels(
     assert doc["level"] == "FULL"
     assert doc["checks"] and all(c["clauses"] for c in doc["checks"]), "every check cites a clause (CONF-2)"
     out = capsys.readouterr().out
-    assert "backend: sqlite:   capabilities: concurrent_writers, core, restart   suite: 0.1.0   seed: 11" in out
+    assert ("backend: sqlite:   capabilities: concurrent_writers, core, mid_write_kill, restart   suite: 0.1.0   "
+            "seed: 11") in out
     md = report.with_suffix(".md").read_text()
     assert "`sqlite:`: **FULL** (seed 11)" in md and "| core | FULL |" in md
 
@@ -67,3 +68,22 @@ def test_the_report_is_the_same_under_xdist(tmp_path: Path) -> None:
     one = _certify(tmp_path, "one")
     two = _certify(tmp_path, "two", "-n", "2")
     assert one == two
+
+
+def test_certify_failures_name_the_clause_and_show_the_values(tmp_path: Path) -> None:
+    """CONF-2: under `durable certify` (a fresh process that imports the kit before pytest starts) a failed
+    check names its clause and shows the values it compared: the kit's checks are assertion-rewritten."""
+    (tmp_path / "mybackend.py").write_text(
+        "from conformance import StoreFactory\n"
+        "from tests.conformance.mutants.stores import SlotsSortedAsText\n\n"
+        "def factory():\n"
+        "    return StoreFactory(SlotsSortedAsText, name='slots-as-text')\n")
+    run = subprocess.run([sys.executable, "-m", "conformance.certify", "--backend", "mybackend:factory", "--seed", "1"],
+                         cwd=tmp_path, capture_output=True, text=True,
+                         env={**__import__("os").environ, "PYTHONPATH": f"{ROOT}:{tmp_path}"})
+    assert run.returncode == 1, run.stdout + run.stderr
+    failure = run.stdout[run.stdout.index("test_many_deltas_keep_their_order"):]
+    assert "STORE-5" in failure
+    # A rewritten assert explains itself beyond the message: both compared lists appear.
+    assert "AssertionError: STORE-5: slots out of place: expected" in failure
+    assert "At index 2 diff: ('f', '10') != ('f', '2')" in failure, failure[:3000]
