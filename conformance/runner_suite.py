@@ -60,8 +60,9 @@ class Write:
 
 
 class ObservedStore(ForwardingStore):
-    """Delegates to the store under the runner and notes every write in :data:`agents.LEDGER` once it
-    has returned (so a write noted before an effect was durable before the effect started)."""
+    """Delegates to the store under the runner and notes every write (prunes included) in
+    :data:`agents.LEDGER` once it has returned (so a write noted before an effect was durable before the
+    effect started)."""
 
     def _note(self, method: str, ref: StateRef, index: int | None, results: Sequence[CallResult] = ()) -> None:
         LEDGER.note("write", Write(method, ref.key, ref.seq, ref.action.name, index,
@@ -80,14 +81,20 @@ class ObservedStore(ForwardingStore):
         super().truncate_call_results(ref, index)
         self._note("truncate_call_results", ref, index)
 
+    def prune_state(self, key: str, seq: int) -> None:
+        super().prune_state(key, seq)
+        LEDGER.note("write", Write("prune_state", key, seq, "", None))
+
 
 class LedgerInjector(FaultInjector):
-    """A :class:`FaultInjector` that notes each crash in the ledger; with ``change_code`` the agents' code
+    """A :class:`FaultInjector` that notes each fault point reached (``"point"``) and each crash
+    (``"crash"``) in the ledger; with ``change_code`` the agents' code
     version goes to 2 at the first crash, as if the process restarted on new code."""
 
     change_code: bool = False
 
     def reach(self, point: FaultPoint) -> None:
+        LEDGER.note("point", point)
         try:
             super().reach(point)
         except SimulatedCrash:
@@ -444,6 +451,19 @@ class _RunnerChecks:
         want = {"k": [60, 60] + [30 * i + 30 for i in range(2, 12)], "j": [60]}
         assert run.result.outputs == want, f"RUN-4: outputs per key: expected {want}, got {run.result.outputs}"
 
+    @clause("RUN-8")
+    @clause("RUN-7")
+    @capability("runner")
+    def test_completed_states_are_pruned_only_after_a_checkpoint(self, durable_runner_factory: RunnerFactory) -> None:
+        """RUN-7, RUN-8: a completed state is pruned only once a checkpoint covering its input completed (the
+        checkpoint fault point was reached before the prune)."""
+        run = self.crash_free(durable_runner_factory, agents.Steps, INPUTS)
+        checkpoint = next((i for i, (what, p) in enumerate(run.log)
+                           if what == "point" and p.phase is Phase.CHECKPOINT), None)
+        prunes = [i for i, (what, w) in enumerate(run.log) if what == "write" and w.method == "prune_state"]
+        early = [run.log[i][1] for i in prunes if checkpoint is None or i < checkpoint]
+        assert not early, f"RUN-8: expected prunes only after the checkpoint, got prunes before it: {early}"
+
     @clause("RUN-2")
     @capability("runner")
     def test_actions_run_in_declaration_order(self, durable_runner_factory: RunnerFactory) -> None:
@@ -453,10 +473,12 @@ class _RunnerChecks:
             f"RUN-2: expected actions ['zeta', 'alpha'], got {run.result.memory['k'].get('order')}")
 
     @clause("MEM-8")
+    @clause("RUN-3")
     @capability("runner")
     def test_sensory_memory_is_empty_at_the_start_of_every_run(self, durable_runner_factory: RunnerFactory) -> None:
-        """MEM-8: sensory memory written by one run is gone at the start of the next run of the key (and is
-        seen by the run's later actions); also after a crash and recovery."""
+        """MEM-8, RUN-3: sensory memory written by one run is gone at the start of the next run of the key,
+        and the event the first action sends reaches the second within the same run, which sees that
+        run's sensory write; also after a crash and recovery."""
         run = self.crash_free(durable_runner_factory, agents.Sensory, [("k", 1), ("k", 2), ("j", 3)])
         want = {"k": [[None, 1], [None, 2]], "j": [[None, 3]]}
         assert run.result.outputs == want, f"MEM-8: [seen before, seen after] per run: expected {want}, " \
@@ -526,10 +548,11 @@ class _RunnerChecks:
 
     @clause("BAT-3")
     @clause("BAT-4")
+    @clause("BAT-1")
     @capability("runner_batch")
     def test_batch_runs_exactly_parallelism_calls_and_finalizes_by_index(
             self, durable_runner_factory: RunnerFactory) -> None:
-        """BAT-3, BAT-4: with ``tool-call.parallelism`` 3 a batch of six runs three calls at once (not one, not
+        """BAT-1, BAT-3, BAT-4: with ``tool-call.parallelism`` 3 a batch of six runs three calls at once (not one, not
         six) on threads other than the runner's; later calls finish first, yet each outcome is finalized at its
         own index and the outcomes come back in input order."""
         run = self.crash_free(durable_runner_factory, agents.ParallelBatch, [("k", 0)])

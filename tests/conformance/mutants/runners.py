@@ -244,3 +244,19 @@ def one_recovery_only(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, 
                       injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
     """Recovers once; a crash during that recovery ends the run."""
     return _runner(agent, store, injector, mismatch, config).run(inputs, max_failovers=1)
+
+
+class _EagerCleanup(ForwardingStore):
+    """Prunes a key's earlier states as soon as a completed state of it is written."""
+
+    def put(self, ref: StateRef, state: ActionState) -> None:
+        super().put(ref, state)
+        if state.completed and ref.seq > 0:
+            self.prune_state(ref.key, ref.seq - 1)
+
+
+@violates("RUN-8")
+def prunes_before_checkpoint(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, store: ActionStateStore,
+                             injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
+    """Cleans up completed states right away instead of after the checkpoint."""
+    return _runner(agent, _EagerCleanup(store), injector, mismatch, config).run(inputs)
