@@ -98,3 +98,11 @@ def test_every_store_and_runner_clause_has_a_mutant() -> None:
     runner = {f"RUN-{n}" for n in (1, 2, 4, 5, 6, 8, 9, 10)} | {"MEM-8", "MEM-10", "DE-5", "DE-8", "REC-3", "REC-4",
                                                               "REC-6", "REC-7", "BAT-3", "BAT-4"}
     assert store | runner <= covered, sorted((store | runner) - covered)
+
+
+def test_the_documented_mutation_score_counts_every_mutant() -> None:
+    """CONF-2: docs/conformance/reference.md states the size of the mutation suite as it is."""
+    text = (ROOT / "docs" / "conformance" / "reference.md").read_text(encoding="utf-8")
+    stores = sum(m.kind == "store" for m in MUTANTS.values())
+    assert f"| **total** | **{len(MUTANTS)}** | **{len(MUTANTS)}** | **100 %** |" in text
+    assert f"| stores | {stores}: " in text and f"| runners | {len(MUTANTS) - stores}: " in text
