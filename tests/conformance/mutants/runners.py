@@ -260,3 +260,62 @@ def prunes_before_checkpoint(agent: type[Agent], inputs: Sequence[tuple[str, Any
                              injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
     """Cleans up completed states right away instead of after the checkpoint."""
     return _runner(agent, _EagerCleanup(store), injector, mismatch, config).run(inputs)
+
+
+class _RetryFromScratch(ForwardingStore):
+    """After a failover, an interrupted action's records are dropped so it "starts clean"."""
+
+    def __init__(self, inner: ActionStateStore, injector: FaultInjector) -> None:
+        super().__init__(inner)
+        self.injector = injector
+
+    def get(self, ref: StateRef) -> ActionState | None:
+        state = super().get(ref)
+        if self.injector.fired and state is not None and not state.completed and state.call_results:
+            self.truncate_call_results(ref, 0)
+            state.call_results = []
+        return state
+
+
+@violates("REC-3")
+def interrupted_action_starts_clean(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *,
+                                    store: ActionStateStore, injector: FaultInjector, mismatch: MismatchMode,
+                                    config: Mapping[str, Any]) -> RunResult:
+    """Re-enters an interrupted action with its call records dropped: recorded calls execute again."""
+    return _runner(agent, _RetryFromScratch(store, injector), injector, mismatch, config).run(inputs)
+
+
+class _BufferedPending(ForwardingStore):
+    """Holds back writes of PENDING-only records until the next write ("fewer round trips")."""
+
+    def __init__(self, inner: ActionStateStore) -> None:
+        super().__init__(inner)
+        self.held: list[tuple[StateRef, int, Sequence[CallResult]]] = []
+
+    def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
+        if all(r.is_pending for r in results):
+            self.held.append((ref, index, results))
+            return
+        held, self.held = self.held, []
+        for args in held:
+            super().put_call_results(*args)
+        super().put_call_results(ref, index, results)
+
+
+@violates("DE-3")
+def pending_write_buffered(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, store: ActionStateStore,
+                           injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
+    """Buffers the PENDING record and sends it with the call's outcome, after the function ran."""
+    return _runner(agent, _BufferedPending(store), injector, mismatch, config).run(inputs)
+
+
+class _NoTruncation(ForwardingStore):
+    def truncate_call_results(self, ref: StateRef, index: int) -> None:
+        return None
+
+
+@violates("DE-7")
+def truncation_skipped(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, store: ActionStateStore,
+                       injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
+    """Skips truncating at a changed call ("the records are overwritten anyway")."""
+    return _runner(agent, _NoTruncation(store), injector, mismatch, config).run(inputs)
