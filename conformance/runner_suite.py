@@ -1,10 +1,11 @@
-"""The runner conformance suite: subclass :class:`RunnerConformance` and override ``durable_runner_factory``.
+"""The runner conformance suite: subclass :class:`RunnerConformance` and provide ``durable_runner_factory``.
 
 Each check runs an agent from :mod:`conformance.agents` through the runner under test with a crash
 schedule, and compares what happened (outputs, memory, the journal, real executions counted by the
 agents, the writes the store saw) with what the cited spec clauses require. Checks cite clauses with
-``@pytest.mark.clause`` and need capabilities (``runner``, ``runner_async``, ``runner_batch``) with
-``@pytest.mark.capability``.
+:func:`conformance.marks.clause` and need capabilities (``runner``, ``runner_async``, ``runner_batch``)
+with :func:`conformance.marks.capability`. A failed check names its clauses and shows what it expected
+and what the runner did.
 """
 
 from __future__ import annotations
