@@ -139,12 +139,12 @@ class LongStringsCut(DictStore):
 
 
 class LargePayloadDropped(DictStore):
-    """Payloads over 512 KiB exceed a value-size limit and are silently left out."""
+    """Payloads over 256 KiB exceed a value-size limit and are silently left out."""
 
     VIOLATES = "STORE-1"
 
     def dump_value(self, v: Any) -> Any:
-        return None if isinstance(v, bytes) and len(v) > 512 * 1024 else super().dump_value(v)
+        return None if isinstance(v, bytes) and len(v) > 256 * 1024 else super().dump_value(v)
 
 
 class LegacyStatusBecomesSucceeded(DictStore):
