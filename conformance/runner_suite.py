@@ -437,10 +437,12 @@ class _RunnerChecks:
     # -- the runner itself ------------------------------------------------------------------------------------
     @clause("RUN-1")
     @clause("RUN-4")
+    @clause("MEM-7")
     @capability("runner")
     def test_sequence_numbers_and_outputs_per_key(self, durable_runner_factory: RunnerFactory) -> None:
-        """RUN-1, RUN-4: each input gets the next sequence number of its key from 0 (past 9 too), and its
-        outputs are collected under its key, in input order, equal outputs included."""
+        """RUN-1, RUN-4, MEM-7: each input gets the next sequence number of its key from 0 (past 9 too), its
+        outputs are collected under its key, in input order, equal outputs included, and each key counts its
+        own inputs in its own memory."""
         inputs = [("k", 1), ("j", 1), ("k", 1)] + [("k", i) for i in range(2, 12)]
         run = self.crash_free(durable_runner_factory, agents.Steps, inputs)
         seqs: dict[str, list[int]] = {}
@@ -451,6 +453,9 @@ class _RunnerChecks:
             f"RUN-1: sequence numbers per key: expected k 0..11 and j [0], got {seqs}")
         want = {"k": [60, 60] + [30 * i + 30 for i in range(2, 12)], "j": [60]}
         assert run.result.outputs == want, f"RUN-4: outputs per key: expected {want}, got {run.result.outputs}"
+        counts = {k: m.get("count") for k, m in run.result.memory.items()}
+        assert counts == {"k": 12, "j": 1}, f"MEM-7: inputs counted in each key's memory: expected k 12, j 1, " \
+                                            f"got {counts}"
 
     @clause("RUN-8")
     @clause("RUN-7")
@@ -530,12 +535,35 @@ class _RunnerChecks:
         assert LEDGER.effects[_call("b", 0, "work", 0)] == 1, (
             "RUN-10: key b did not run to its end before the failure of key a was raised")
 
+    @clause("DE-14")
+    @capability("runner")
+    def test_reconcilers_switched_off_by_config(self, durable_runner_factory: RunnerFactory) -> None:
+        """DE-14: with ``durable-execution.reconcilers`` False in the config handed to the runner, a call
+        crashed in flight runs again instead of being reconciled, and no PENDING record is written."""
+        agents.reset()
+        injector = LedgerInjector([CrashAt(Phase.AFTER_EFFECT, call_index=0)])
+        store = ObservedStore(durable_runner_factory.new_store())
+        try:
+            result = durable_runner_factory.run(agents.Reconciled, [("k", 4)], store=store, injector=injector,
+                                                config={"durable-execution.reconcilers": False})
+        finally:
+            store.close()
+        call = _call("k", 0, "work", 0)
+        assert result.outputs == {"k": [40]}, f"DE-14: expected outputs {{'k': [40]}}, got {result.outputs}"
+        assert LEDGER.reconciled == [], f"DE-14: reconcilers are off, yet ran for {LEDGER.reconciled}"
+        assert LEDGER.effects[call] == 2, f"DE-14: expected the call to run again (2 executions), got " \
+                                          f"{LEDGER.effects[call]}"
+        pending = [w for what, w in LEDGER.log if what == "write" and "PENDING" in w.statuses]
+        assert not pending, f"DE-14: PENDING written with reconcilers off: {pending}"
+
     @clause("DE-5")
+    @clause("DE-4")
     @clause("REC-7")
     @capability("runner")
     def test_reconciled_outcome_is_persisted(self, durable_runner_factory: RunnerFactory) -> None:
-        """DE-5, REC-7: the reconciler's outcome is persisted in the PENDING slot before the action goes
-        on, so a second crash later in the recovery replays it without asking the reconciler again."""
+        """DE-5, DE-4, REC-7: the reconciler's outcome is persisted in the PENDING slot (in place, index 0)
+        before the action goes on, so a second crash later in the recovery replays it without asking the
+        reconciler again."""
         call = _call("k", 0, "work", 0)
         run = self.execute(durable_runner_factory, agents.Reconciled, [("k", 4)],
                            [CrashAt(Phase.AFTER_EFFECT, call_index=0), CrashAt(Phase.BEFORE_COMPLETE)])

@@ -319,3 +319,25 @@ def truncation_skipped(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *,
                        injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
     """Skips truncating at a changed call ("the records are overwritten anyway")."""
     return _runner(agent, _NoTruncation(store), injector, mismatch, config).run(inputs)
+
+
+@violates("DE-14")
+def config_not_passed_on(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, store: ActionStateStore,
+                         injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
+    """Builds its runtime from the agent's own config only, dropping the config it was handed."""
+    return _runner(agent, store, injector, mismatch, {}).run(inputs)
+
+
+class _OneMemory(Runner):
+    def _key(self, key: str) -> Any:
+        ks = super()._key(key)
+        first = next(iter(self._keys.values()))
+        ks.short_term = first.short_term
+        return ks
+
+
+@violates("MEM-7")
+def one_memory_for_all_keys(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, store: ActionStateStore,
+                            injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
+    """Keeps one short-term memory for the agent instead of one per business key."""
+    return _runner(agent, store, injector, mismatch, config, _OneMemory).run(inputs)
