@@ -88,7 +88,7 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Any:
-    """A failed check names the clauses it proves in its message (the values compared come from the
+    """KIT-1: a failed check names the clauses it proves in its message (the values compared come from the
     assertion itself), whatever the backend raised."""
     clauses = clauses_of(item)
     try:
@@ -314,7 +314,7 @@ def levels(results: list[dict[str, Any]]) -> tuple[str, dict[str, dict[str, Any]
 
     A known failure (``xfailed``) counts against the level like a failure: the backend does not meet
     the clause, even though the run passes. Capabilities the backend does not declare whose checks were
-    all skipped do not count in the overall level.
+    all skipped do not count in the overall level (KIT-4).
     """
     by_cap: dict[str, dict[str, Any]] = defaultdict(lambda: {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0})
     failed_clauses: dict[str, set[str]] = defaultdict(set)

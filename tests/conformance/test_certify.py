@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from conformance import CAPABILITIES, SUITE_VERSION, certify
-from conformance.plugin import LEVELS, REPORT_SCHEMA
+from conformance.plugin import LEVELS, REPORT_SCHEMA, levels
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,7 +71,7 @@ def test_the_report_is_the_same_under_xdist(tmp_path: Path) -> None:
 
 
 def test_certify_failures_name_the_clause_and_show_the_values(tmp_path: Path) -> None:
-    """CONF-2: under `durable certify` (a fresh process that imports the kit before pytest starts) a failed
+    """KIT-1: under `durable certify` (a fresh process that imports the kit before pytest starts) a failed
     check names its clause and shows the values it compared: the kit's checks are assertion-rewritten."""
     (tmp_path / "mybackend.py").write_text(
         "from conformance import StoreFactory\n"
@@ -87,3 +87,21 @@ def test_certify_failures_name_the_clause_and_show_the_values(tmp_path: Path) ->
     # A rewritten assert explains itself beyond the message: both compared lists appear.
     assert "AssertionError: STORE-5: slots out of place: expected" in failure
     assert "At index 2 diff: ('f', '10') != ('f', '2')" in failure, failure[:3000]
+
+
+def _result(cap: str, outcome: str, declared: list[str]) -> dict[str, Any]:
+    return {"capability": cap, "outcome": outcome, "clauses": ["X-1"], "declared_capabilities": declared}
+
+
+def test_undeclared_skipped_capabilities_do_not_lower_the_overall_level() -> None:
+    """KIT-4, CONF-3: a capability the backend does not declare, all of whose checks skipped, is NONE in the
+    table but leaves the overall level FULL; a declared capability with a skipped check makes it BASE, and an
+    undeclared one with a failure still counts."""
+    overall, caps = levels([_result("core", "passed", ["core"]), _result("restart", "skipped", ["core"])])
+    assert (overall, caps["restart"]["level"]) == ("FULL", "NONE")
+    overall, _ = levels([_result("core", "passed", ["core", "restart"]),
+                         _result("restart", "skipped", ["core", "restart"])])
+    assert overall == "BASE"
+    overall, _ = levels([_result("core", "passed", ["core"]), _result("restart", "failed", ["core"]),
+                         _result("restart", "passed", ["core"])])
+    assert overall == "PARTIAL"

@@ -47,7 +47,7 @@ def test_the_howto_store_certifies_as_the_howto_says(pytester: pytest.Pytester) 
 
 def test_the_howto_test_files_run_verbatim_under_strict_markers_and_warnings_as_errors(
         pytester: pytest.Pytester) -> None:
-    """The how-to's test files, copied as they are, pass under ``--strict-markers -W error`` with nothing but
+    """KIT-2: the how-to's test files, copied as they are, pass under ``--strict-markers -W error``, with nothing but
     their own ``pytest_plugins`` line (the kit's markers are registered, no deprecated fixture pattern)."""
     files = blocks()
     for name in ("test_mystore_conformance.py", "mystore.py", "test_myrunner_conformance.py"):

@@ -1,4 +1,4 @@
-"""The mutation suite (CONF-2): every broken store and runner of tests/conformance/mutants is killed by a
+"""The mutation suite (KIT-3, CONF-2): every broken store and runner of tests/conformance/mutants is killed by a
 check citing the clause it violates, whose message names that clause; every control certifies FULL.
 
 Each mutant runs in-process with ``--durable-clause`` selecting the checks of its clause, so the whole suite
@@ -67,7 +67,7 @@ def certify(pytester: pytest.Pytester, name: str, kind: str, *args: str) -> tupl
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_mutant_is_killed_by_a_check_citing_its_clause(pytester: pytest.Pytester, name: str) -> None:
-    """CONF-2: the mutant fails a check that cites the clause it violates, and that check's message names
+    """KIT-3, CONF-2: the mutant fails a check that cites the clause it violates, and that check's message names
     the clause."""
     mutant = MUTANTS[name]
     result, doc = certify(pytester, name, mutant.kind, "--durable-clause", mutant.clause, "-x",
@@ -82,7 +82,7 @@ def test_mutant_is_killed_by_a_check_citing_its_clause(pytester: pytest.Pytester
 
 @pytest.mark.parametrize("name", sorted(CONTROLS))
 def test_control_certifies_full(pytester: pytest.Pytester, name: str) -> None:
-    """CONF-2: a correct backend written like the mutants (a Kafka-like store replaying from its markers
+    """KIT-3: a correct backend written like the mutants (a Kafka-like store replaying from its markers
     among them) certifies FULL: no check demands more than its clause."""
     result, doc = certify(pytester, name, CONTROLS[name])
     assert doc.get("level") == "FULL", result.stdout.str()
@@ -90,7 +90,7 @@ def test_control_certifies_full(pytester: pytest.Pytester, name: str) -> None:
 
 
 def test_every_store_and_runner_clause_has_a_mutant() -> None:
-    """CONF-2: the mutation suite covers the store protocol and the runner clauses the kit can reach through
+    """KIT-3: the mutation suite covers the store protocol and the runner clauses the kit can reach through
     the plug-in API, and has at least 60 mutants."""
     covered = {m.clause for m in MUTANTS.values()}
     assert len(MUTANTS) >= 60
@@ -102,7 +102,7 @@ def test_every_store_and_runner_clause_has_a_mutant() -> None:
 
 
 def test_the_documented_mutation_score_counts_every_mutant() -> None:
-    """CONF-2: docs/conformance/reference.md states the size of the mutation suite as it is."""
+    """KIT-3: docs/conformance/reference.md states the size of the mutation suite as it is."""
     text = (ROOT / "docs" / "conformance" / "reference.md").read_text(encoding="utf-8")
     stores = sum(m.kind == "store" for m in MUTANTS.values())
     assert f"| **total** | **{len(MUTANTS)}** | **{len(MUTANTS)}** | **100 %** |" in text
