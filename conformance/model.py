@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
@@ -95,7 +95,10 @@ def make_machine(factory: StoreFactory) -> type[RuleBasedStateMachine]:
     # the steps slow, which says nothing about the generated data: too_slow is not a finding.
     # The active Hypothesis profile is the parent, so a profile (``--hypothesis-profile``) can turn off
     # shrinking where only the verdict matters (the kit's own mutation suite does).
+    # The explain phase replays the failing sequence many times over to annotate it; on a store that fails
+    # it can cost ten times the search, and the shrunk sequence already says what went wrong.
+    phases = [p for p in settings.default.phases if p is not Phase.explain]
     StoreVsModel.TestCase.settings = settings(settings.default, max_examples=30, stateful_step_count=15,
-                                              deadline=None, database=None,
+                                              deadline=None, database=None, phases=phases,
                                               suppress_health_check=[HealthCheck.too_slow])
     return StoreVsModel
