@@ -69,9 +69,9 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'conformance' has no attribute {name!r}")
     register_assert_rewrite()
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+    # Not cached here: a nested in-process pytest run (pytester) drops the modules it imported when it ends,
+    # and the next run must get the classes of the modules it imports itself.
+    return getattr(importlib.import_module(f".{module}", __name__), name)
 
 
 __all__ = [

@@ -97,8 +97,9 @@ def make_machine(factory: StoreFactory) -> type[RuleBasedStateMachine]:
     # shrinking where only the verdict matters (the kit's own mutation suite does).
     # The explain phase replays the failing sequence many times over to annotate it; on a store that fails
     # it can cost ten times the search, and the shrunk sequence already says what went wrong.
-    phases = [p for p in settings.default.phases if p is not Phase.explain]
-    StoreVsModel.TestCase.settings = settings(settings.default, max_examples=30, stateful_step_count=15,
+    parent = settings.default
+    phases = [p for p in (parent.phases if parent is not None else tuple(Phase)) if p is not Phase.explain]
+    StoreVsModel.TestCase.settings = settings(parent, max_examples=30, stateful_step_count=15,
                                               deadline=None, database=None, phases=phases,
                                               suppress_health_check=[HealthCheck.too_slow])
     return StoreVsModel

@@ -11,6 +11,7 @@ their results apart.
 
 from __future__ import annotations
 
+import importlib
 import json
 import secrets
 from collections import defaultdict
@@ -20,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from . import SUITE_VERSION
+from . import CHECK_MODULES, SUITE_VERSION, register_assert_rewrite
 from . import known_failures as kf
 from .marks import capability_of, clauses_of
 
@@ -54,6 +55,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Import the check modules now, assertion-rewritten, once for the whole session: a nested in-process
+    # run (pytester) that imported them first would drop them when it ends, leaving the package pointing at
+    # modules of a runtime copy the next run no longer uses.
+    register_assert_rewrite()
+    for name in CHECK_MODULES:
+        importlib.import_module(name)
     config.addinivalue_line("markers", "clause(id): the spec clause a conformance check proves")
     config.addinivalue_line("markers", "capability(name): the backend capability a check needs")
     config.stash[_RECORDER] = _Recorder(config)
