@@ -111,7 +111,8 @@ class _StoreChecks:
         blob = rng.randbytes(1 << 19)
         state = ActionState(
             task_event=InputEvent("x" * 70_000),
-            short_term_memory_updates=[MemoryUpdate(f"m.k{i}", {"i": i, "s": "é" * (i % 40)}) for i in range(200)],
+            short_term_memory_updates=[MemoryUpdate(f"m.k{i}", {"i": i, "s": "é" * (i % 40)}) for i in range(200)]
+            + [MemoryUpdate("long", "y" * 70_000)],
             call_results=[CallResult.succeeded("f", f"d{i}", rng.randbytes(i % 97)) for i in range(250)]
             + [CallResult.succeeded("big", "blob", blob)],
         )

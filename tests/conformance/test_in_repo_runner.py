@@ -19,7 +19,7 @@ class TestReferenceRunner(RunnerConformance):
 class TestReferenceRunnerOnSqlite(RunnerConformance):
     @pytest.fixture
     def durable_runner_factory(self, tmp_path: Path) -> RunnerFactory:
-        stores: StoreFactory = factory_from_url(f"sqlite:{tmp_path}")
+        stores: StoreFactory = factory_from_url(f"sqlite:{tmp_path / 'stores.db'}")
         return RunnerFactory.reference(stores.new, name="reference-runner on sqlite:")
 
 

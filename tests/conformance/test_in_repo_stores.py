@@ -18,7 +18,7 @@ class TestMemoryStore(StoreConformance):
 class TestSqliteStore(StoreConformance):
     @pytest.fixture
     def durable_store_factory(self, tmp_path: Path) -> StoreFactory:
-        return factory_from_url(f"sqlite:{tmp_path}")
+        return factory_from_url(f"sqlite:{tmp_path / 'stores.db'}")
 
 
 class TestRedisServerStore(StoreConformance):

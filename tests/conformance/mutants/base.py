@@ -15,13 +15,14 @@ import base64
 import json
 import sqlite3
 import threading
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from reference_runtime.errors import Location
 from reference_runtime.events import Event
 from reference_runtime.records import ActionState, CallResult, CallStatus, MemoryUpdate, StateRef
+from reference_runtime.stores.native import decode_event, encode_event
 
 
 class JsonCodec:
@@ -53,18 +54,13 @@ class JsonCodec:
         return v
 
     def dump_event(self, e: Event | None) -> Any:
-        if e is None:
-            return None
-        return {"class": e.java_class, "id": None if e.id is None else str(e.id), "type": e.type,
-                "attributes": self.dump_value(e.attributes), "up": [e.upstream_event_id, e.upstream_action_name]}
+        # Events go through the runtime's own event encoding (public in reference_runtime.stores.native),
+        # as a third-party store would reuse it: it keeps an event's id, lineage and (where the runtime
+        # supports it) its class.
+        return None if e is None else encode_event(e)
 
     def load_event(self, d: Any) -> Event | None:
-        if d is None:
-            return None
-        e = Event(d["type"], self.load_value(d["attributes"]), java_class=d["class"],
-                  upstream_event_id=d["up"][0], upstream_action_name=d["up"][1])
-        e.id = None if d["id"] is None else uuid.UUID(d["id"])
-        return e
+        return None if d is None else decode_event(d, "event", Location())
 
     def dump_updates(self, updates: list[MemoryUpdate]) -> Any:
         return [[u.path, self.dump_value(u.value), u.object_creation] for u in updates]

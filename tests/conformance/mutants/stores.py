@@ -164,7 +164,7 @@ class EventLineageDropped(DictStore):
     def dump_event(self, e: Any) -> Any:
         d = super().dump_event(e)
         if d is not None:
-            d["up"] = [None, None]
+            d["upstream"] = [None, None]
         return d
 
 
