@@ -93,8 +93,7 @@ def make_machine(factory: StoreFactory) -> type[RuleBasedStateMachine]:
     # No example database: the session seed alone decides the sequences, so a report is reproducible from
     # its seed (CONF-6) and a failure is not replayed into an unrelated run. A slow (remote) backend makes
     # the steps slow, which says nothing about the generated data: too_slow is not a finding.
-    # The active Hypothesis profile is the parent, so a profile (``--hypothesis-profile``) can turn off
-    # shrinking where only the verdict matters (the kit's own mutation suite does).
+    # The active Hypothesis profile is the parent, so a user's ``--hypothesis-profile`` applies.
     # The explain phase replays the failing sequence many times over to annotate it; on a store that fails
     # it can cost ten times the search, and the shrunk sequence already says what went wrong.
     parent = settings.default

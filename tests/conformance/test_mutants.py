@@ -12,16 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import Phase, settings
 
 from tests.conformance.mutants import CONTROLS, MUTANTS
 
 pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parents[2]
-
-# The verdict is all a mutant run needs: no shrinking of the model-based check's failing sequences.
-settings.register_profile("durable-mutants", phases=[Phase.explicit, Phase.reuse, Phase.generate])
 
 STORE_SUITE = """
 import pytest
@@ -70,8 +66,7 @@ def test_mutant_is_killed_by_a_check_citing_its_clause(pytester: pytest.Pytester
     """KIT-3, CONF-2: the mutant fails a check that cites the clause it violates, and that check's message names
     the clause."""
     mutant = MUTANTS[name]
-    result, doc = certify(pytester, name, mutant.kind, "--durable-clause", mutant.clause, "-x",
-                          "--hypothesis-profile", "durable-mutants")
+    result, doc = certify(pytester, name, mutant.kind, "--durable-clause", mutant.clause, "-x")
     assert doc, f"{name}: no report\n{result.stdout.str()}"
     killers = [c for c in doc["checks"] if c["outcome"] == "failed" and mutant.clause in c["clauses"]]
     assert killers, (f"{name} ({mutant.clause}: {mutant.doc}) survived: "
