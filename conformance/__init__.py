@@ -7,21 +7,72 @@ A backend author writes one test file::
 
     pytest_plugins = ["conformance.plugin"]
 
-    class TestMyStore(StoreConformance):
-        @pytest.fixture(scope="session")
-        def durable_store_factory(self):
-            return StoreFactory(MyStore, reopen=MyStore.reopen, capabilities={"core", "restart"})
 
-and a runner author subclasses :class:`RunnerConformance` and overrides ``durable_runner_factory``
+    @pytest.fixture(scope="session")
+    def durable_store_factory():
+        return StoreFactory(MyStore, reopen=MyStore.reopen, capabilities={"core", "restart"})
+
+
+    class TestMyStore(StoreConformance):
+        pass
+
+and a runner author subclasses :class:`RunnerConformance` with a ``durable_runner_factory`` fixture
 (see docs/conformance/howto.md).
+
+The names are imported on first use, and the modules holding checks are registered for pytest's
+assertion rewriting just before that, so a failed check shows the values it compared, also under
+``durable certify`` (which imports this package before pytest starts).
 """
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import TYPE_CHECKING, Any
 
 SUITE_VERSION = "0.1.0"
 
-from .factory import CAPABILITIES, StoreFactory, factory_from_url  # noqa: E402
-from .runner_factory import RUNNER_CAPABILITIES, RunFunction, RunnerFactory  # noqa: E402
-from .runner_suite import RunnerConformance  # noqa: E402
-from .store_suite import StoreConformance  # noqa: E402
+#: Modules whose ``assert`` statements are checks: rewritten by pytest when imported inside a session.
+CHECK_MODULES = ("conformance.store_suite", "conformance.runner_suite", "conformance.model",
+                 "conformance.crash")
+
+_EXPORTS = {
+    "CAPABILITIES": "factory",
+    "StoreFactory": "factory",
+    "factory_from_url": "factory",
+    "RUNNER_CAPABILITIES": "runner_factory",
+    "RunFunction": "runner_factory",
+    "RunnerFactory": "runner_factory",
+    "RunnerConformance": "runner_suite",
+    "StoreConformance": "store_suite",
+}
+
+if TYPE_CHECKING:
+    from .factory import CAPABILITIES, StoreFactory, factory_from_url
+    from .runner_factory import RUNNER_CAPABILITIES, RunFunction, RunnerFactory
+    from .runner_suite import RunnerConformance
+    from .store_suite import StoreConformance
+
+
+def register_assert_rewrite() -> None:
+    """Mark the kit's check modules for pytest's assertion rewriting (those not imported yet; an
+    imported module cannot be rewritten any more)."""
+    fresh = [m for m in CHECK_MODULES if m not in sys.modules]
+    if fresh and "pytest" in sys.modules:
+        import pytest
+
+        pytest.register_assert_rewrite(*fresh)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'conformance' has no attribute {name!r}")
+    register_assert_rewrite()
+    # Not cached here: a nested in-process pytest run (pytester) drops the modules it imported when it ends,
+    # and the next run must get the classes of the modules it imports itself.
+    return getattr(importlib.import_module(f".{module}", __name__), name)
+
 
 __all__ = [
     "CAPABILITIES",

@@ -8,6 +8,7 @@ crashes and recoveries. Checks call :func:`reset` before each run.
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -40,6 +41,12 @@ class Ledger:
         self.reconciled: list[str] = []
         self.log: list[tuple[str, Any]] = []
         self.version = 1
+        #: ``(what, thread ident)`` of action bodies and durable functions, for thread-confinement checks.
+        self.threads: list[tuple[str, int]] = []
+        #: Calls of a batch running at this moment, and the most seen at once.
+        self.active = 0
+        self.max_active = 0
+        self.flag = threading.Event()
 
     def reset(self) -> None:
         with self.lock:
@@ -47,7 +54,14 @@ class Ledger:
             self.contexts.clear()
             self.reconciled.clear()
             self.log.clear()
+            self.threads.clear()
             self.version = 1
+            self.active = self.max_active = 0
+            self.flag = threading.Event()
+
+    def on_thread(self, what: str) -> None:
+        with self.lock:
+            self.threads.append((what, threading.get_ident()))
 
     def effect(self) -> str:
         call = current_call()
@@ -100,6 +114,38 @@ def reconciler_for(i: int) -> Callable[[], int]:
         return step(i)
 
     return check
+
+
+def gate(i: int, parallelism: int) -> int:
+    """A batch call that waits (at most 1 s) until ``parallelism`` calls run at once, then finishes after
+    ``(6 - i) * 3`` ms, so later calls finish first."""
+    LEDGER.effect()
+    with LEDGER.lock:
+        LEDGER.active += 1
+        LEDGER.max_active = max(LEDGER.max_active, LEDGER.active)
+        full = LEDGER.max_active >= parallelism
+    deadline = time.monotonic() + 1.0
+    while not full and time.monotonic() < deadline:
+        time.sleep(0.002)
+        with LEDGER.lock:
+            full = LEDGER.max_active >= parallelism
+    time.sleep(max(0, 6 - i) * 0.003)
+    with LEDGER.lock:
+        LEDGER.active -= 1
+    return i * 10
+
+
+def where_am_i(i: int) -> int:
+    """Durable work that notes the thread it runs on."""
+    LEDGER.effect()
+    LEDGER.on_thread("durable")
+    return i
+
+
+def wait_for_flag(i: int) -> bool:
+    """Durable work that waits (at most 2 s) for another key's action to raise the flag."""
+    LEDGER.effect()
+    return LEDGER.flag.wait(2.0)
 
 
 # -- agents -----------------------------------------------------------------------------------------------
@@ -212,6 +258,95 @@ class TwoStage(Agent):
         ctx.short_term_memory.set("last", [seen, value])
         ctx.short_term_memory.new_object("stats").set("n", (ctx.short_term_memory.get("stats.n") or 0) + 1)
         ctx.send_event(OutputEvent(f"second {value}"))
+
+
+class Threads(Agent):
+    """An asynchronous action awaiting durable work, then a chained synchronous action; both note their
+    thread, as does the durable work."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def first(event: Event, ctx: RunnerContext) -> None:
+        LEDGER.on_thread("action")
+        value = await ctx.durable_execute_async(where_am_i, event.attributes["input"])
+        ctx.short_term_memory.set("v", value)
+        ctx.send_event(Event("next", {"value": value}))
+
+    @action("next")
+    @staticmethod
+    def second(event: Event, ctx: RunnerContext) -> None:
+        LEDGER.on_thread("action")
+        ctx.send_event(OutputEvent(event.attributes["value"]))
+
+
+class Sensory(Agent):
+    """Two chained actions: the first reads sensory memory (empty at the start of a run) and writes it, the
+    second reads what the first wrote."""
+
+    @action(InputEvent)
+    @staticmethod
+    def first(event: Event, ctx: RunnerContext) -> None:
+        before = ctx.sensory_memory.get("seen")
+        ctx.sensory_memory.set("seen", event.attributes["input"])
+        ctx.send_event(Event("next", {"before": before}))
+
+    @action("next")
+    @staticmethod
+    def second(event: Event, ctx: RunnerContext) -> None:
+        ctx.send_event(OutputEvent([event.attributes["before"], ctx.sensory_memory.get("seen")]))
+
+
+class Ordered(Agent):
+    """Two actions on the same event type, declared ``zeta`` then ``alpha``."""
+
+    @action(InputEvent)
+    @staticmethod
+    def zeta(event: Event, ctx: RunnerContext) -> None:
+        ctx.short_term_memory.set("order", [*(ctx.short_term_memory.get("order") or []), "zeta"])
+
+    @action(InputEvent)
+    @staticmethod
+    def alpha(event: Event, ctx: RunnerContext) -> None:
+        ctx.short_term_memory.set("order", [*(ctx.short_term_memory.get("order") or []), "alpha"])
+        ctx.send_event(OutputEvent(ctx.short_term_memory.get("order")))
+
+
+class Failing(Agent):
+    """A durable call, then a failure for the input ``"boom"``."""
+
+    @action(InputEvent)
+    @staticmethod
+    def work(event: Event, ctx: RunnerContext) -> None:
+        value = event.attributes["input"]
+        ctx.durable_execute(step, 1 if value == "boom" else value)
+        if value == "boom":
+            raise ValueError("boom")
+        ctx.send_event(OutputEvent(value))
+
+
+class Interleaved(Agent):
+    """Key ``slow`` awaits durable work that waits for key ``fast``'s action to raise a flag."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def work(event: Event, ctx: RunnerContext) -> None:
+        if event.attributes["input"] == "fast":
+            LEDGER.flag.set()
+            ctx.send_event(OutputEvent("fast"))
+            return
+        ctx.send_event(OutputEvent(await ctx.durable_execute_async(wait_for_flag, 0)))
+
+
+class ParallelBatch(Agent):
+    """A batch of six calls with ``tool-call.parallelism`` 3; later calls finish first."""
+
+    config: ClassVar[dict[str, Any]] = {"tool-call.parallelism": 3}
+
+    @action(InputEvent)
+    @staticmethod
+    async def work(event: Event, ctx: RunnerContext) -> None:
+        outcomes = await ctx.durable_execute_all_async([DurableCall(gate, (i, 3)) for i in range(6)])
+        ctx.send_event(OutputEvent([o.value for o in outcomes]))
 
 
 #: Agents the capability probes run, with their inputs and crash-free outputs.

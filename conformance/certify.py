@@ -50,19 +50,23 @@ SUITE = textwrap.dedent(
 
     if isinstance(FACTORY, RunnerFactory):
 
+        @pytest.fixture(scope="session")
+        def durable_runner_factory():
+            return FACTORY
+
         class TestCertify(RunnerConformance):
-            @pytest.fixture(scope="session")
-            def durable_runner_factory(self):
-                return FACTORY
+            pass
 
     else:
 
+        @pytest.fixture(scope="session")
+        def durable_store_factory():
+            factory = FACTORY if FACTORY is not None else factory_from_url(URL)
+            yield factory
+            factory.cleanup()
+
         class TestCertify(StoreConformance):
-            @pytest.fixture(scope="session")
-            def durable_store_factory(self):
-                factory = FACTORY if FACTORY is not None else factory_from_url(URL)
-                yield factory
-                factory.cleanup()
+            pass
     """
 )
 

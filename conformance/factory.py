@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -9,8 +10,9 @@ from pathlib import Path
 
 from reference_runtime.stores.base import ActionStateStore
 
-#: Capabilities a store can declare. ``core`` is every store's baseline.
-CAPABILITIES = ("core", "restart", "concurrent_writers")
+#: Capabilities a store can declare. ``core`` is every store's baseline; ``mid_write_kill`` claims the
+#: store's data outlives a SIGKILLed process and ``reopen`` works in a forked child and on a closed store.
+CAPABILITIES = ("core", "restart", "concurrent_writers", "mid_write_kill")
 
 
 class StoreFactory:
@@ -46,6 +48,8 @@ class StoreFactory:
         found = {"core", "concurrent_writers"} if "concurrent_writers" in self.capabilities else {"core"}
         if self.reopen is not None:
             found.add("restart")
+            if "mid_write_kill" in self.capabilities and hasattr(os, "fork"):
+                found.add("mid_write_kill")
         return frozenset(found)
 
 
@@ -97,7 +101,8 @@ def factory_from_url(url: str, workdir: Path | None = None) -> StoreFactory:
             store.close()
             return SqliteStore(store.path, namespace=store.namespace)
 
-        return StoreFactory(new, reopen=reopen, capabilities=caps, name="sqlite:", cleanup=cleanup)
+        return StoreFactory(new, reopen=reopen, capabilities=caps | {"mid_write_kill"}, name="sqlite:",
+                            cleanup=cleanup)
 
     def fresh() -> ActionStateStore:
         made.append(open_store(url, isolated=True))
@@ -110,4 +115,7 @@ def factory_from_url(url: str, workdir: Path | None = None) -> StoreFactory:
         store.close()
         return again
 
+    if parsed.scheme == "redis":
+        # A Kafka client cannot start in a forked child of a process that used one; Redis's can.
+        caps = caps | {"mid_write_kill"}
     return StoreFactory(fresh, reopen=reopen_same, capabilities=caps, name=f"{parsed.scheme}:", cleanup=cleanup)

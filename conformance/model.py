@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
@@ -12,10 +12,11 @@ from reference_runtime.records import ActionState, CallResult
 from reference_runtime.stores.base import ActionStateStore
 
 from .factory import StoreFactory
-from .store_suite import ref
+from .states import ref
 
-KEYS = st.sampled_from(["a", "b"])
-SEQS = st.integers(0, 3)
+#: Keys that are prefixes of one another and non-ASCII; sequence numbers on both sides of 9.
+KEYS = st.sampled_from(["a", "ab", "é"])
+SEQS = st.sampled_from([0, 1, 2, 9, 10, 11])
 RESULT = st.builds(lambda f, ok: CallResult.succeeded(f, "d", b"r") if ok else CallResult.pending(f, "d"),
                    st.sampled_from(["f", "g", "h"]), st.booleans())
 
@@ -40,11 +41,13 @@ def make_machine(factory: StoreFactory) -> type[RuleBasedStateMachine]:
             got = self.store.get(ref(key, seq))
             expected = self.model.get((key, seq))
             if expected is None:
-                assert got is None
+                assert got is None, f"STORE-3: ({key!r}, {seq}) expected a miss, got a state"
                 for k in [k for k in self.model if k[0] == key and k[1] > seq]:
                     del self.model[k]
             else:
-                assert got is not None and got.call_results == expected
+                assert got is not None, f"STORE-1: ({key!r}, {seq}) expected a state, got None"
+                assert got.call_results == expected, (
+                    f"STORE-5: call results of ({key!r}, {seq}): expected {expected}, got {got.call_results}")
 
         @rule(key=KEYS, seq=SEQS, data=st.data())
         def put_call_results(self, key: str, seq: int, data: st.DataObject) -> None:
@@ -80,8 +83,9 @@ def make_machine(factory: StoreFactory) -> type[RuleBasedStateMachine]:
             # Reads through the miss path would change the model, so only present states are checked.
             for (key, seq), expected in sorted(self.model.items()):
                 got = self.store.get(ref(key, seq))
-                assert got is not None, f"state ({key}, {seq}) is lost"
-                assert got.call_results == expected, f"call results of ({key}, {seq}) differ"
+                assert got is not None, f"STORE-1: state ({key!r}, {seq}) is lost: expected a state, got None"
+                assert got.call_results == expected, (
+                    f"STORE-5: call results of ({key!r}, {seq}): expected {expected}, got {got.call_results}")
 
         def teardown(self) -> None:
             self.store.close()
@@ -89,6 +93,12 @@ def make_machine(factory: StoreFactory) -> type[RuleBasedStateMachine]:
     # No example database: the session seed alone decides the sequences, so a report is reproducible from
     # its seed (CONF-6) and a failure is not replayed into an unrelated run. A slow (remote) backend makes
     # the steps slow, which says nothing about the generated data: too_slow is not a finding.
-    StoreVsModel.TestCase.settings = settings(max_examples=30, stateful_step_count=15, deadline=None, database=None,
+    # The active Hypothesis profile is the parent, so a user's ``--hypothesis-profile`` applies.
+    # The explain phase replays the failing sequence many times over to annotate it; on a store that fails
+    # it can cost ten times the search, and the shrunk sequence already says what went wrong.
+    parent = settings.default
+    phases = [p for p in (parent.phases if parent is not None else tuple(Phase)) if p is not Phase.explain]
+    StoreVsModel.TestCase.settings = settings(parent, max_examples=30, stateful_step_count=15,
+                                              deadline=None, database=None, phases=phases,
                                               suppress_health_check=[HealthCheck.too_slow])
     return StoreVsModel

@@ -11,6 +11,7 @@ their results apart.
 
 from __future__ import annotations
 
+import importlib
 import json
 import secrets
 from collections import defaultdict
@@ -20,8 +21,9 @@ from typing import Any
 
 import pytest
 
-from . import SUITE_VERSION
+from . import CHECK_MODULES, SUITE_VERSION, register_assert_rewrite
 from . import known_failures as kf
+from .marks import capability_of, clauses_of
 
 LEVELS = ("FULL", "BASE", "PARTIAL", "NONE")
 #: Capabilities that are a backend's baseline: a store's ``core``, a runner's ``runner``.
@@ -47,13 +49,75 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write a fresh known-failures file listing every test that failed in this run")
     group.addoption("--durable-conformance-seed", metavar="N", type=int, default=None,
                     help="seed of the kit's randomized checks (default: a fresh random seed, printed)")
+    group.addoption("--durable-clause", metavar="ID", action="append", default=None,
+                    help="run only the checks citing one of these clause ids (repeatable, or comma-separated)")
     parser.addini("durable_known_failures", "known-failures file (relative to the ini file)", default="")
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Import the check modules now, assertion-rewritten, once for the whole session: a nested in-process
+    # run (pytester) that imported them first would drop them when it ends, leaving the package pointing at
+    # modules of a runtime copy the next run no longer uses.
+    register_assert_rewrite()
+    for name in CHECK_MODULES:
+        importlib.import_module(name)
     config.addinivalue_line("markers", "clause(id): the spec clause a conformance check proves")
     config.addinivalue_line("markers", "capability(name): the backend capability a check needs")
     config.stash[_RECORDER] = _Recorder(config)
+
+
+@pytest.fixture
+def durable_store_factory() -> Any:
+    """Fallback: a store suite needs the backend's ``durable_store_factory`` fixture."""
+    raise pytest.UsageError("define a fixture `durable_store_factory` returning a conformance.StoreFactory: a "
+                            "session-scoped fixture in your test module or conftest.py, or a function-scoped "
+                            "one in your StoreConformance subclass (docs/conformance/howto.md)")
+
+
+@pytest.fixture
+def durable_runner_factory() -> Any:
+    """Fallback: a runner suite needs the backend's ``durable_runner_factory`` fixture."""
+    raise pytest.UsageError("define a fixture `durable_runner_factory` returning a conformance.RunnerFactory: a "
+                            "session-scoped fixture in your test module or conftest.py, or a function-scoped "
+                            "one in your RunnerConformance subclass (docs/conformance/howto.md)")
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """The kit's checks carry their clauses and capability as attributes (conformance.marks): give them
+    the registered markers now, before ``-m`` selection and the report read them."""
+    fn = getattr(item, "function", None)
+    for cid in getattr(fn, "durable_conformance_clauses", ()):
+        item.add_marker(pytest.mark.clause(cid))
+    cap = getattr(fn, "durable_conformance_capability", None)
+    if cap is not None and item.get_closest_marker("capability") is None:
+        item.add_marker(pytest.mark.capability(cap))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """KIT-1: a failed check names the clauses it proves in its message (the values compared come from the
+    assertion itself), whatever the backend raised."""
+    clauses = clauses_of(item)
+    try:
+        return (yield)
+    except AssertionError as exc:
+        text = str(exc)
+        first = text.split("\n", 1)[0]
+        missing = [cid for cid in clauses if cid not in first]
+        if missing:
+            exc.args = (f"{', '.join(clauses)} violated: {text}" if len(missing) == len(clauses)
+                        else f"[{', '.join(clauses)}] {text}", *exc.args[1:])
+        raise
+    except pytest.fail.Exception as exc:
+        msg = exc.msg or ""
+        if clauses and not any(cid in msg for cid in clauses):
+            raise pytest.fail.Exception(f"{', '.join(clauses)} violated: {msg}", pytrace=exc.pytrace) from None
+        raise
+    except Exception as exc:
+        if not clauses or capability_of(item) is None:
+            raise
+        raise AssertionError(f"{', '.join(clauses)} violated: the backend raised {type(exc).__name__}: {exc}"
+                             ) from exc
 
 
 def _recorder(config: pytest.Config) -> _Recorder | None:
@@ -228,12 +292,17 @@ def pytest_xdist_node_collection_finished(node: Any, ids: Sequence[str]) -> None
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # trylast: after -k/-m deselection, so known-failure entries are checked against the selected tests
     # here as they are under xdist, where the controller sees the workers' (selected) ids.
+    wanted = {c.strip() for opt in (config.getoption("--durable-clause", None) or []) for c in opt.split(",")}
+    wanted.discard("")
+    if wanted:
+        keep = [i for i in items if wanted & set(clauses_of(i))]
+        config.hook.pytest_deselected(items=[i for i in items if not wanted & set(clauses_of(i))])
+        items[:] = keep
     for item in items:
-        for mark in item.iter_markers("clause"):
-            item.user_properties.extend(("clause", str(a)) for a in mark.args)
-        cap = item.get_closest_marker("capability")
+        item.user_properties.extend(("clause", cid) for cid in clauses_of(item))
+        cap = capability_of(item)
         if cap is not None:
-            item.user_properties.append(("capability", str(cap.args[0])))
+            item.user_properties.append(("capability", cap))
     rec = _recorder(config)
     if rec is not None:
         rec.mark_known_failures(items)
@@ -251,7 +320,8 @@ def levels(results: list[dict[str, Any]]) -> tuple[str, dict[str, dict[str, Any]
     """Per-capability and overall level (definitions in docs/conformance/reference.md).
 
     A known failure (``xfailed``) counts against the level like a failure: the backend does not meet
-    the clause, even though the run passes.
+    the clause, even though the run passes. Capabilities the backend does not declare whose checks were
+    all skipped do not count in the overall level (KIT-4).
     """
     by_cap: dict[str, dict[str, Any]] = defaultdict(lambda: {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0})
     failed_clauses: dict[str, set[str]] = defaultdict(set)
@@ -274,7 +344,11 @@ def levels(results: list[dict[str, Any]]) -> tuple[str, dict[str, dict[str, Any]
         out[cap] = {**c, "level": level, "failed_clauses": sorted(failed_clauses[cap])}
     baseline = [c for c in BASELINE_CAPABILITIES if c in out] or ["core"]
     base_levels = [out.get(c, {"level": "NONE"})["level"] for c in baseline]
-    others = [v["level"] for k, v in out.items() if k not in baseline]
+    # A capability the backend does not claim, none of whose checks ran, is listed (NONE) but does not
+    # lower the overall level: a backend is FULL for what it declares.
+    declared = {c for r in results for c in r.get("declared_capabilities", ())}
+    others = [v["level"] for k, v in out.items()
+              if k not in baseline and (k in declared or v["passed"] + v["failed"] + v["xfailed"] > 0)]
     any_bad = any(v["failed"] + v["xfailed"] for v in out.values())
     if all(lv == "FULL" for lv in base_levels) and all(lv == "FULL" for lv in others):
         overall = "FULL"

@@ -1,10 +1,11 @@
-"""The runner conformance suite: subclass :class:`RunnerConformance` and override ``durable_runner_factory``.
+"""The runner conformance suite: subclass :class:`RunnerConformance` and provide ``durable_runner_factory``.
 
 Each check runs an agent from :mod:`conformance.agents` through the runner under test with a crash
 schedule, and compares what happened (outputs, memory, the journal, real executions counted by the
 agents, the writes the store saw) with what the cited spec clauses require. Checks cite clauses with
-``@pytest.mark.clause`` and need capabilities (``runner``, ``runner_async``, ``runner_batch``) with
-``@pytest.mark.capability``.
+:func:`conformance.marks.clause` and need capabilities (``runner``, ``runner_async``, ``runner_batch``)
+with :func:`conformance.marks.capability`. A failed check names its clauses and shows what it expected
+and what the runner did.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 from reference_runtime import (
+    ActionFailedError,
     ActionState,
     Agent,
     CallId,
@@ -39,10 +41,8 @@ from reference_runtime.stores.forwarding import ForwardingStore
 
 from . import agents
 from .agents import LEDGER
+from .marks import capability, capability_of, clause
 from .runner_factory import RunnerFactory
-
-clause = pytest.mark.clause
-capability = pytest.mark.capability
 
 INPUTS = [("alice", 1), ("bob", 2), ("alice", 3)]
 
@@ -57,15 +57,18 @@ class Write:
     action: str
     index: int | None
     statuses: tuple[str, ...] = ()
+    digests: tuple[str, ...] = ()
 
 
 class ObservedStore(ForwardingStore):
-    """Delegates to the store under the runner and notes every write in :data:`agents.LEDGER` once it
-    has returned (so a write noted before an effect was durable before the effect started)."""
+    """Delegates to the store under the runner and notes every write (prunes included) in
+    :data:`agents.LEDGER` once it has returned (so a write noted before an effect was durable before the
+    effect started)."""
 
     def _note(self, method: str, ref: StateRef, index: int | None, results: Sequence[CallResult] = ()) -> None:
         LEDGER.note("write", Write(method, ref.key, ref.seq, ref.action.name, index,
-                                   tuple(r.effective_status.value for r in results)))
+                                   tuple(r.effective_status.value for r in results),
+                                   tuple(r.args_digest for r in results)))
 
     def put(self, ref: StateRef, state: ActionState) -> None:
         super().put(ref, state)
@@ -79,14 +82,20 @@ class ObservedStore(ForwardingStore):
         super().truncate_call_results(ref, index)
         self._note("truncate_call_results", ref, index)
 
+    def prune_state(self, key: str, seq: int) -> None:
+        super().prune_state(key, seq)
+        LEDGER.note("write", Write("prune_state", key, seq, "", None))
+
 
 class LedgerInjector(FaultInjector):
-    """A :class:`FaultInjector` that notes each crash in the ledger; with ``change_code`` the agents' code
+    """A :class:`FaultInjector` that notes each fault point reached (``"point"``) and each crash
+    (``"crash"``) in the ledger; with ``change_code`` the agents' code
     version goes to 2 at the first crash, as if the process restarted on new code."""
 
     change_code: bool = False
 
     def reach(self, point: FaultPoint) -> None:
+        LEDGER.note("point", point)
         try:
             super().reach(point)
         except SimulatedCrash:
@@ -126,19 +135,15 @@ def _call(key: str, seq: int, action: str, index: int) -> str:
 class _RunnerChecks:
     """Every runner check. Not collected itself (no ``Test`` prefix); a subclass named ``Test…`` is."""
 
-    @pytest.fixture(scope="session")
-    def durable_runner_factory(self) -> RunnerFactory:
-        raise pytest.UsageError("override the session-scoped fixture `durable_runner_factory` in your suite")
-
     @pytest.fixture(autouse=True)
     def _backend_property(self, request: pytest.FixtureRequest,
                           durable_runner_factory: RunnerFactory) -> Iterator[None]:
         request.node.user_properties.append(("backend", durable_runner_factory.name))
         declared = ",".join(sorted(durable_runner_factory.capabilities))
         request.node.user_properties.append(("declared_capabilities", declared))
-        cap = request.node.get_closest_marker("capability")
-        if cap is not None and cap.args[0] not in durable_runner_factory.capabilities:
-            pytest.skip(f"runner does not declare the {cap.args[0]!r} capability")
+        cap = capability_of(request.node)
+        if cap is not None and cap not in durable_runner_factory.capabilities:
+            pytest.skip(f"runner does not declare the {cap!r} capability")
         agents.reset()
         yield
         agents.reset()
@@ -334,7 +339,9 @@ class _RunnerChecks:
                            [CrashAt(Phase.AFTER_PENDING)])
         first_effect = next(i for i, (what, _) in enumerate(run.log) if what == "effect")
         before = [w for what, w in run.log[:first_effect] if what == "write" and w.method == "put_call_results"]
-        assert before and before[0] == Write("put_call_results", "k", 0, "work", 0, ("PENDING",) * 3), before
+        got = [(w.method, w.key, w.seq, w.action, w.index, w.statuses) for w in before[:1]]
+        assert got == [("put_call_results", "k", 0, "work", 0, ("PENDING",) * 3)], (
+            f"BAT-2: expected one write reserving slots 0..2 as PENDING before the first call ran, got {got}")
         assert run.result.outputs == {"k": [[10, 20, 30]]}
 
     @pytest.mark.parametrize(
@@ -426,6 +433,167 @@ class _RunnerChecks:
         ids = [c.call_id for c in LEDGER.contexts if c.call_id.seq == 1 and c.call_id.call_index == 1]
         assert ids == [CallId("k", 1, "work", 1)] * 3
         assert {c.idempotency_key for c in LEDGER.contexts if c.call_id in ids} == {_call("k", 1, "work", 1)}
+
+    # -- the runner itself ------------------------------------------------------------------------------------
+    @clause("RUN-1")
+    @clause("RUN-4")
+    @clause("MEM-7")
+    @capability("runner")
+    def test_sequence_numbers_and_outputs_per_key(self, durable_runner_factory: RunnerFactory) -> None:
+        """RUN-1, RUN-4, MEM-7: each input gets the next sequence number of its key from 0 (past 9 too), its
+        outputs are collected under its key, in input order, equal outputs included, and each key counts its
+        own inputs in its own memory."""
+        inputs = [("k", 1), ("j", 1), ("k", 1)] + [("k", i) for i in range(2, 12)]
+        run = self.crash_free(durable_runner_factory, agents.Steps, inputs)
+        seqs: dict[str, list[int]] = {}
+        for c in LEDGER.contexts:
+            if c.call_id.call_index == 0:
+                seqs.setdefault(c.call_id.key, []).append(c.call_id.seq)
+        assert seqs == {"k": list(range(12)), "j": [0]}, (
+            f"RUN-1: sequence numbers per key: expected k 0..11 and j [0], got {seqs}")
+        want = {"k": [60, 60] + [30 * i + 30 for i in range(2, 12)], "j": [60]}
+        assert run.result.outputs == want, f"RUN-4: outputs per key: expected {want}, got {run.result.outputs}"
+        counts = {k: m.get("count") for k, m in run.result.memory.items()}
+        assert counts == {"k": 12, "j": 1}, f"MEM-7: inputs counted in each key's memory: expected k 12, j 1, " \
+                                            f"got {counts}"
+
+    @clause("RUN-8")
+    @clause("RUN-7")
+    @capability("runner")
+    def test_completed_states_are_pruned_only_after_a_checkpoint(self, durable_runner_factory: RunnerFactory) -> None:
+        """RUN-7, RUN-8: a completed state is pruned only once a checkpoint covering its input completed (the
+        checkpoint fault point was reached before the prune)."""
+        run = self.crash_free(durable_runner_factory, agents.Steps, INPUTS)
+        checkpoint = next((i for i, (what, p) in enumerate(run.log)
+                           if what == "point" and p.phase is Phase.CHECKPOINT), None)
+        prunes = [i for i, (what, w) in enumerate(run.log) if what == "write" and w.method == "prune_state"]
+        early = [run.log[i][1] for i in prunes if checkpoint is None or i < checkpoint]
+        assert not early, f"RUN-8: expected prunes only after the checkpoint, got prunes before it: {early}"
+
+    @clause("RUN-2")
+    @capability("runner")
+    def test_actions_run_in_declaration_order(self, durable_runner_factory: RunnerFactory) -> None:
+        """RUN-2: every action declared for an event type runs, in declaration order."""
+        run = self.crash_free(durable_runner_factory, agents.Ordered, [("k", 1)])
+        assert run.result.memory["k"]["order"] == ["zeta", "alpha"], (
+            f"RUN-2: expected actions ['zeta', 'alpha'], got {run.result.memory['k'].get('order')}")
+
+    @clause("MEM-8")
+    @clause("RUN-3")
+    @capability("runner")
+    def test_sensory_memory_is_empty_at_the_start_of_every_run(self, durable_runner_factory: RunnerFactory) -> None:
+        """MEM-8, RUN-3: sensory memory written by one run is gone at the start of the next run of the key,
+        and the event the first action sends reaches the second within the same run, which sees that
+        run's sensory write; also after a crash and recovery."""
+        run = self.crash_free(durable_runner_factory, agents.Sensory, [("k", 1), ("k", 2), ("j", 3)])
+        want = {"k": [[None, 1], [None, 2]], "j": [[None, 3]]}
+        assert run.result.outputs == want, f"MEM-8: [seen before, seen after] per run: expected {want}, " \
+                                           f"got {run.result.outputs}"
+        run = self.execute(durable_runner_factory, agents.Sensory, [("k", 1), ("k", 2)],
+                           [CrashAt(Phase.BEFORE_COMPLETE, seq=1, action="second")])
+        assert run.result.outputs == {"k": [[None, 1], [None, 2]]}, (
+            f"MEM-8: after a crash in the second run: expected {{'k': [[None, 1], [None, 2]]}}, "
+            f"got {run.result.outputs}")
+
+    @clause("RUN-6")
+    @clause("MEM-11")
+    @capability("runner_async")
+    def test_actions_stay_on_the_runner_thread(self, durable_runner_factory: RunnerFactory) -> None:
+        """RUN-6, MEM-11: every action of every key runs on one thread, the runner's; asynchronous durable
+        work runs on a pool thread, never on it."""
+        self.crash_free(durable_runner_factory, agents.Threads, [("a", 1), ("b", 2), ("c", 3), ("a", 4)])
+        actions = {t for what, t in LEDGER.threads if what == "action"}
+        durable = {t for what, t in LEDGER.threads if what == "durable"}
+        assert len(actions) == 1, f"RUN-6: actions ran on {len(actions)} threads, expected the runner's only"
+        assert not durable & actions, "RUN-6: asynchronous durable work ran on the runner's thread, expected a pool"
+
+    @clause("RUN-5")
+    @capability("runner_async")
+    def test_other_keys_progress_while_an_action_awaits(self, durable_runner_factory: RunnerFactory) -> None:
+        """RUN-5: while key ``slow`` awaits durable work, key ``fast`` runs (the work waits for it)."""
+        run = self.crash_free(durable_runner_factory, agents.Interleaved, [("slow", "slow"), ("fast", "fast")])
+        assert run.result.outputs == {"slow": [True], "fast": ["fast"]}, (
+            f"RUN-5: expected key fast to run while slow awaited (slow: [True]), got {run.result.outputs}")
+
+    @clause("RUN-9")
+    @clause("RUN-10")
+    @capability("runner")
+    def test_action_failure_names_its_action_after_other_keys_finish(
+            self, durable_runner_factory: RunnerFactory) -> None:
+        """RUN-9, RUN-10: an exception from action code fails the run with ActionFailedError naming key,
+        sequence number and action, raised after the other keys of the segment ran to their end."""
+        agents.reset()
+        store = ObservedStore(durable_runner_factory.new_store())
+        try:
+            with pytest.raises(ActionFailedError) as info:
+                durable_runner_factory.run(agents.Failing, [("a", "boom"), ("b", 2)], store=store)
+        finally:
+            store.close()
+        err = info.value
+        assert (err.key, err.seq, err.action) == ("a", 0, "work"), (
+            f"RUN-9: expected ActionFailedError at ('a', 0, 'work'), got {(err.key, err.seq, err.action)}")
+        assert LEDGER.effects[_call("b", 0, "work", 0)] == 1, (
+            "RUN-10: key b did not run to its end before the failure of key a was raised")
+
+    @clause("DE-14")
+    @capability("runner")
+    def test_reconcilers_switched_off_by_config(self, durable_runner_factory: RunnerFactory) -> None:
+        """DE-14: with ``durable-execution.reconcilers`` False in the config handed to the runner, a call
+        crashed in flight runs again instead of being reconciled, and no PENDING record is written."""
+        agents.reset()
+        injector = LedgerInjector([CrashAt(Phase.AFTER_EFFECT, call_index=0)])
+        store = ObservedStore(durable_runner_factory.new_store())
+        try:
+            result = durable_runner_factory.run(agents.Reconciled, [("k", 4)], store=store, injector=injector,
+                                                config={"durable-execution.reconcilers": False})
+        finally:
+            store.close()
+        call = _call("k", 0, "work", 0)
+        assert result.outputs == {"k": [40]}, f"DE-14: expected outputs {{'k': [40]}}, got {result.outputs}"
+        assert LEDGER.reconciled == [], f"DE-14: reconcilers are off, yet ran for {LEDGER.reconciled}"
+        assert LEDGER.effects[call] == 2, f"DE-14: expected the call to run again (2 executions), got " \
+                                          f"{LEDGER.effects[call]}"
+        pending = [w for what, w in LEDGER.log if what == "write" and "PENDING" in w.statuses]
+        assert not pending, f"DE-14: PENDING written with reconcilers off: {pending}"
+
+    @clause("DE-5")
+    @clause("DE-4")
+    @clause("REC-7")
+    @capability("runner")
+    def test_reconciled_outcome_is_persisted(self, durable_runner_factory: RunnerFactory) -> None:
+        """DE-5, DE-4, REC-7: the reconciler's outcome is persisted in the PENDING slot (in place, index 0)
+        before the action goes on, so a second crash later in the recovery replays it without asking the
+        reconciler again."""
+        call = _call("k", 0, "work", 0)
+        run = self.execute(durable_runner_factory, agents.Reconciled, [("k", 4)],
+                           [CrashAt(Phase.AFTER_EFFECT, call_index=0), CrashAt(Phase.BEFORE_COMPLETE)])
+        assert run.result.outputs == {"k": [40]}, f"DE-5: expected outputs {{'k': [40]}}, got {run.result.outputs}"
+        finalized = [w for w in run.writes_after_first_crash()
+                     if w.method == "put_call_results" and w.index == 0 and w.statuses == ("SUCCEEDED",)]
+        assert finalized, "DE-5: the reconciled outcome was never persisted in slot 0 (no SUCCEEDED write)"
+        assert LEDGER.reconciled == [call], (
+            f"DE-5: expected one reconciliation of {call}, got {LEDGER.reconciled} (outcome not persisted?)")
+        assert run.effects == Counter({call: 1}), f"DE-5: expected the effect once, got {dict(run.effects)}"
+
+    @clause("BAT-3")
+    @clause("BAT-4")
+    @clause("BAT-1")
+    @capability("runner_batch")
+    def test_batch_runs_exactly_parallelism_calls_and_finalizes_by_index(
+            self, durable_runner_factory: RunnerFactory) -> None:
+        """BAT-1, BAT-3, BAT-4: with ``tool-call.parallelism`` 3 a batch of six runs three calls at once (not one, not
+        six) on threads other than the runner's; later calls finish first, yet each outcome is finalized at its
+        own index and the outcomes come back in input order."""
+        run = self.crash_free(durable_runner_factory, agents.ParallelBatch, [("k", 0)])
+        assert run.result.outputs == {"k": [[0, 10, 20, 30, 40, 50]]}, (
+            f"BAT-4: expected outcomes in input order [0, 10, …, 50], got {run.result.outputs}")
+        assert LEDGER.max_active == 3, (
+            f"BAT-3: expected exactly tool-call.parallelism = 3 calls at once, got at most {LEDGER.max_active}")
+        finals = [w for w in run.log if w[0] == "write" and w[1].method == "put_call_results"
+                  and "PENDING" not in w[1].statuses]
+        placed = {(w.index or 0) + i: d for _, w in finals for i, d in enumerate(w.digests)}
+        want = {i: args_digest((i, 3), {}) for i in range(6)}
+        assert placed == want, f"BAT-4: slot → digest of the finalizing writes: expected {want}, got {placed}"
 
 
 class RunnerConformance(_RunnerChecks):

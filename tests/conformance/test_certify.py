@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from conformance import CAPABILITIES, SUITE_VERSION, certify
-from conformance.plugin import LEVELS, REPORT_SCHEMA
+from conformance.plugin import LEVELS, REPORT_SCHEMA, levels
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,7 +37,8 @@ def test_report_states_backend_capabilities_suite_version_seed_and_levels(
     assert doc["level"] == "FULL"
     assert doc["checks"] and all(c["clauses"] for c in doc["checks"]), "every check cites a clause (CONF-2)"
     out = capsys.readouterr().out
-    assert "backend: sqlite:   capabilities: concurrent_writers, core, restart   suite: 0.1.0   seed: 11" in out
+    assert ("backend: sqlite:   capabilities: concurrent_writers, core, mid_write_kill, restart   suite: 0.1.0   "
+            "seed: 11") in out
     md = report.with_suffix(".md").read_text()
     assert "`sqlite:`: **FULL** (seed 11)" in md and "| core | FULL |" in md
 
@@ -67,3 +68,40 @@ def test_the_report_is_the_same_under_xdist(tmp_path: Path) -> None:
     one = _certify(tmp_path, "one")
     two = _certify(tmp_path, "two", "-n", "2")
     assert one == two
+
+
+def test_certify_failures_name_the_clause_and_show_the_values(tmp_path: Path) -> None:
+    """KIT-1: under `durable certify` (a fresh process that imports the kit before pytest starts) a failed
+    check names its clause and shows the values it compared: the kit's checks are assertion-rewritten."""
+    (tmp_path / "mybackend.py").write_text(
+        "from conformance import StoreFactory\n"
+        "from tests.conformance.mutants.stores import SlotsSortedAsText\n\n"
+        "def factory():\n"
+        "    return StoreFactory(SlotsSortedAsText, name='slots-as-text')\n")
+    run = subprocess.run([sys.executable, "-m", "conformance.certify", "--backend", "mybackend:factory", "--seed", "1"],
+                         cwd=tmp_path, capture_output=True, text=True,
+                         env={**__import__("os").environ, "PYTHONPATH": f"{ROOT}:{tmp_path}"})
+    assert run.returncode == 1, run.stdout + run.stderr
+    failure = run.stdout[run.stdout.index("test_many_deltas_keep_their_order"):]
+    assert "STORE-5" in failure
+    # A rewritten assert explains itself beyond the message: both compared lists appear.
+    assert "AssertionError: STORE-5: slots out of place: expected" in failure
+    assert "At index 2 diff: ('f', '10') != ('f', '2')" in failure, failure[:3000]
+
+
+def _result(cap: str, outcome: str, declared: list[str]) -> dict[str, Any]:
+    return {"capability": cap, "outcome": outcome, "clauses": ["X-1"], "declared_capabilities": declared}
+
+
+def test_undeclared_skipped_capabilities_do_not_lower_the_overall_level() -> None:
+    """KIT-4, CONF-3: a capability the backend does not declare, all of whose checks skipped, is NONE in the
+    table but leaves the overall level FULL; a declared capability with a skipped check makes it BASE, and an
+    undeclared one with a failure still counts."""
+    overall, caps = levels([_result("core", "passed", ["core"]), _result("restart", "skipped", ["core"])])
+    assert (overall, caps["restart"]["level"]) == ("FULL", "NONE")
+    overall, _ = levels([_result("core", "passed", ["core", "restart"]),
+                         _result("restart", "skipped", ["core", "restart"])])
+    assert overall == "BASE"
+    overall, _ = levels([_result("core", "passed", ["core"]), _result("restart", "failed", ["core"]),
+                         _result("restart", "passed", ["core"])])
+    assert overall == "PARTIAL"

@@ -3,21 +3,23 @@ on the in-memory store and on SQLite."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from conformance import RunnerConformance, RunnerFactory, StoreFactory, factory_from_url
 
 
 class TestReferenceRunner(RunnerConformance):
-    @pytest.fixture(scope="session")
+    @pytest.fixture
     def durable_runner_factory(self) -> RunnerFactory:
         return RunnerFactory.reference()
 
 
 class TestReferenceRunnerOnSqlite(RunnerConformance):
-    @pytest.fixture(scope="session")
-    def durable_runner_factory(self, tmp_path_factory: pytest.TempPathFactory) -> RunnerFactory:
-        stores: StoreFactory = factory_from_url(f"sqlite:{tmp_path_factory.mktemp('runner-sqlite') / 'stores.db'}")
+    @pytest.fixture
+    def durable_runner_factory(self, tmp_path: Path) -> RunnerFactory:
+        stores: StoreFactory = factory_from_url(f"sqlite:{tmp_path / 'stores.db'}")
         return RunnerFactory.reference(stores.new, name="reference-runner on sqlite:")
 
 

@@ -10,22 +10,22 @@ from conformance import StoreConformance, StoreFactory, factory_from_url
 
 
 class TestMemoryStore(StoreConformance):
-    @pytest.fixture(scope="session")
+    @pytest.fixture
     def durable_store_factory(self) -> StoreFactory:
         return factory_from_url("memory:")
 
 
 class TestSqliteStore(StoreConformance):
-    @pytest.fixture(scope="session")
-    def durable_store_factory(self, tmp_path_factory: pytest.TempPathFactory) -> StoreFactory:
-        return factory_from_url(f"sqlite:{tmp_path_factory.mktemp('sqlite-conformance') / 'stores.db'}")
+    @pytest.fixture
+    def durable_store_factory(self, tmp_path: Path) -> StoreFactory:
+        return factory_from_url(f"sqlite:{tmp_path / 'stores.db'}")
 
 
 class TestRedisServerStore(StoreConformance):
     """KSTORE-2, KSTORE-6: the Redis store on a real redis-server, through its URL as `durable certify
     --store redis://…` opens it (one namespace per store; a restart is a new client)."""
 
-    @pytest.fixture(scope="session")
+    @pytest.fixture
     def durable_store_factory(self, real_redis: str) -> StoreFactory:
         return factory_from_url(real_redis)
 
