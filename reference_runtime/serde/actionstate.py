@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -334,25 +335,62 @@ def read_action_state(data: bytes | str, *, location: Location | None = None, di
 PY_CLASS_ATTRIBUTE = "__durable_py__"
 
 
+def _json_plain(value: Any) -> bool:
+    """Whether Jackson writes ``value`` and reads it back as the same Python value."""
+    if value is None or isinstance(value, bool | int | str):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if type(value) is list:
+        return all(_json_plain(v) for v in value)
+    if type(value) is dict:
+        return all(isinstance(k, str) and _json_plain(v) for k, v in value.items())
+    return False
+
+
+def _json_view(value: Any) -> Any:
+    """The nearest JSON value, as Java sees it: bytes as base64 text, non-finite doubles as Jackson's
+    strings, tuples as lists."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, list | tuple):
+        return [_json_view(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _json_view(v) for k, v in value.items()}
+    return value
+
+
 def event_to_runtime(e: JavaEvent, location: Location | None = None) -> Event:
     """The runtime event of a Java record's event: the class recorded under :data:`PY_CLASS_ATTRIBUTE`, else
-    the built-in event of its type, else a plain :class:`Event` (EVT-1, EVT-2)."""
+    the built-in event of its type, else a plain :class:`Event` (EVT-1, EVT-2); attributes JSON cannot
+    carry come from the lossless copy kept there (WIRE-9)."""
     attributes = e.attributes
     recorded = attributes.get(PY_CLASS_ATTRIBUTE) if isinstance(attributes, dict) else None
     if recorded is not None:
         attributes = {k: v for k, v in attributes.items() if k != PY_CLASS_ATTRIBUTE}
     event_id = uuid.UUID(e.id) if e.id else None
-    cls = builtin_class(e.type or "") if recorded is None else Event
+    if recorded is not None and not isinstance(recorded, dict):
+        raise EventClassError(f"event attribute {PY_CLASS_ATTRIBUTE} must be an object, got {recorded!r:.200}",
+                              location)
+    path = recorded.get("class") if recorded is not None else None
+    fields = recorded.get("fields", {}) if recorded is not None else {}
+    if recorded is not None and "attributes" in recorded:
+        from ..stores.native import decode_value
+
+        attributes = decode_value(recorded["attributes"], f"$.{PY_CLASS_ATTRIBUTE}.attributes",
+                                  location or Location())
+    if (recorded is not None and "class" in recorded and not isinstance(path, str)) or not isinstance(fields, dict):
+        raise EventClassError(f"event attribute {PY_CLASS_ATTRIBUTE} must be {{\"class\": \"module:qualname\", "
+                              f"\"fields\": {{...}}}}, got {recorded!r:.200}", location)
+    cls = builtin_class(e.type or "") if path is None else Event
     event = cls.__new__(cls)
     Event.__init__(event, e.type, attributes, id=event_id, java_class=e.java_class,
                    upstream_event_id=e.upstream_event_id, upstream_action_name=e.upstream_action_name)
     event.id = event_id
-    if recorded is None:
+    if path is None:
         return event
-    path, fields = (recorded.get("class"), recorded.get("fields", {})) if isinstance(recorded, dict) else (None, None)
-    if not isinstance(path, str) or not isinstance(fields, dict):
-        raise EventClassError(f"event attribute {PY_CLASS_ATTRIBUTE} must be {{\"class\": \"module:qualname\", "
-                              f"\"fields\": {{...}}}}, got {recorded!r:.200}", location)
     try:
         return rebuild_event(path, event, fields)
     except (LookupError, TypeError, ValueError) as exc:
@@ -361,9 +399,17 @@ def event_to_runtime(e: JavaEvent, location: Location | None = None) -> Event:
 
 def event_from_runtime(e: Event) -> JavaEvent:
     attributes = e.attributes
+    recorded: dict[str, Any] = {}
     path = e.record_class()
     if path is not None:
-        attributes = {**attributes, PY_CLASS_ATTRIBUTE: {"class": path, "fields": e.record_fields()}}
+        recorded.update({"class": path, "fields": e.record_fields()})
+    if not _json_plain(attributes):
+        from ..stores.native import encode_value
+
+        recorded["attributes"] = encode_value(attributes, "attributes")
+        attributes = _json_view(attributes)
+    if recorded:
+        attributes = {**attributes, PY_CLASS_ATTRIBUTE: recorded}
     return JavaEvent(e.java_class, str(e.id) if e.id is not None else None, e.type, attributes,
                      e.upstream_event_id, e.upstream_action_name)
 

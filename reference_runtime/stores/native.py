@@ -63,6 +63,17 @@ def _dec(value: Any, path: str, loc: Location, depth: int = 0) -> Any:
     raise CorruptRecordError(f"unreadable value at {path[:200]}", loc)
 
 
+def encode_value(value: Any, path: str) -> Any:
+    """A value as JSON data that keeps bytes, non-finite floats and maps exact (the Flink Agents format
+    keeps event attributes JSON cannot carry this way, WIRE-9)."""
+    return _enc(value, path)
+
+
+def decode_value(value: Any, path: str, loc: Location) -> Any:
+    """The inverse of :func:`encode_value`; malformed data raises :class:`CorruptRecordError` at ``loc``."""
+    return _dec(value, path, loc)
+
+
 def _b64(text: Any, path: str, loc: Location) -> bytes:
     if not isinstance(text, str):
         raise CorruptRecordError(f"expected base64 text at {path}", loc)

@@ -42,3 +42,14 @@ def test_a_record_naming_a_non_event_class_is_refused_with_its_location(recorded
     with pytest.raises(EventClassError) as err:
         decode_value(serialize(state), LOC)
     assert err.value.location == LOC
+
+
+def test_attributes_json_cannot_carry_round_trip_and_java_sees_the_nearest_json() -> None:
+    """WIRE-9/STORE-1: bytes and non-finite floats in attributes come back exact; the Java-visible
+    attributes hold their nearest JSON (base64 text, Jackson's "Infinity")."""
+    sent = Event("odd", {"b": b"\x00\xff", "inf": float("inf"), "nested": {"x": [float("-inf"), 1]}})
+    (got,) = _round_trip([sent])
+    assert type(got) is Event and got.attributes == sent.attributes
+    state = ActionState(task_event=InputEvent(1), output_events=[sent])
+    text = serialize(state).decode()
+    assert '"b":"AP8="' in text and '"inf":"Infinity"' in text
