@@ -15,7 +15,8 @@ from tests.conformance.broken_stores import {cls}
 
 class TestBroken(StoreConformance):
     @pytest.fixture(scope="session")
-    def durable_store_factory(self):
+    @classmethod
+    def durable_store_factory(cls):
         return StoreFactory({cls}, reopen=lambda s: s, capabilities={{"core", "restart"}}, name="{cls}")
 """
 

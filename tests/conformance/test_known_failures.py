@@ -21,7 +21,8 @@ from tests.conformance.broken_stores import IgnoresPrune
 
 class TestBroken(StoreConformance):
     @pytest.fixture(scope="session")
-    def durable_store_factory(self):
+    @classmethod
+    def durable_store_factory(cls):
         return StoreFactory(IgnoresPrune, reopen=lambda s: s, capabilities={"core", "restart"}, name="IgnoresPrune")
 """
 

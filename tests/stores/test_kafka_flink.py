@@ -443,7 +443,8 @@ class TestFlinkAgentsKafkaUrlConformance(StoreConformance):
     """CONF-1, WIRE-8: `durable certify --store 'kafka://…?format=flink-agents'` passes the whole kit."""
 
     @pytest.fixture(scope="session")
-    def durable_store_factory(self, tansu: str) -> StoreFactory:
+    @classmethod
+    def durable_store_factory(cls, tansu: str) -> StoreFactory:
         return factory_from_url(f"kafka://{tansu}/{_topic()}?format=flink-agents")
 
 

@@ -491,7 +491,8 @@ class TestKafkaConformance(StoreConformance):
     concurrent writers)."""
 
     @pytest.fixture(scope="session")
-    def durable_store_factory(self, tansu: str) -> StoreFactory:
+    @classmethod
+    def durable_store_factory(cls, tansu: str) -> StoreFactory:
         def new() -> ActionStateStore:
             store: ActionStateStore = open_store(tansu, _topic())
             return store
@@ -511,5 +512,6 @@ class TestKafkaUrlConformance(StoreConformance):
     its own topic and a restart is ``KafkaStore.reopen()``."""
 
     @pytest.fixture(scope="session")
-    def durable_store_factory(self, tansu: str) -> StoreFactory:
+    @classmethod
+    def durable_store_factory(cls, tansu: str) -> StoreFactory:
         return factory_from_url(f"kafka://{tansu}/{_topic()}")

@@ -149,7 +149,8 @@ class TestRedisConformance(StoreConformance):
     """CONF-1: the kit certifies the Redis store (fakeredis server, one namespace per store)."""
 
     @pytest.fixture(scope="session")
-    def durable_store_factory(self) -> StoreFactory:
+    @classmethod
+    def durable_store_factory(cls) -> StoreFactory:
         server = fakeredis.FakeServer()
 
         def new() -> Any:
