@@ -118,6 +118,23 @@ def _check_backend(spec: str) -> None:
         made.cleanup()
 
 
+#: Stores that run in this process: their whole suite takes a few seconds, less than starting xdist
+#: workers costs, so ``-n`` runs them serially (benchmark P6).
+IN_PROCESS_SCHEMES = ("memory:", "sqlite:")
+
+
+def _workers(requested: str | None, backend: str | None, url: str | None) -> str | None:
+    """The ``-n`` to pass to pytest: ``requested``, except for an in-process built-in store, whose suite is
+    too small to split (CONF-7); a note says so."""
+    if not requested or requested in ("0", "1"):
+        return None
+    if backend is None and (url is None or url.startswith(IN_PROCESS_SCHEMES)):
+        print(f"note: -n {requested} ignored: the in-process store's suite takes a few seconds, less than "
+              "starting workers costs; it runs in this process (remote stores and --backend use the workers)")
+        return None
+    return requested
+
+
 def main(argv: list[str] | None = None) -> int:
     from pytest_durable.loading import CommandError
 
@@ -159,8 +176,9 @@ def _certify(argv: list[str] | None) -> int:
                        # lives in them); pytest >= 9.2 warns that it cannot rewrite them. The kit's own check
                        # modules are imported later, rewritten (CONF-5).
                        "-W", "ignore:Module already imported so cannot be rewritten:pytest.PytestAssertRewriteWarning"]
-        if args.workers:
-            pytest_args += ["-n", args.workers]
+        workers = _workers(args.workers, args.backend, url)
+        if workers:
+            pytest_args += ["-n", workers]
         if args.seed is not None:
             pytest_args += ["--durable-conformance-seed", str(args.seed)]
         if args.known_failures:

@@ -53,12 +53,17 @@ def test_backend_may_name_a_runner_factory(tmp_path: Path) -> None:
     assert set(doc["capabilities"]) == {"runner", "runner_async", "runner_batch"}
 
 
-def _certify(tmp_path: Path, name: str, *extra: str) -> dict[str, Any]:
+def _certify(tmp_path: Path, name: str, *extra: str, backend: bool = True) -> dict[str, Any]:
     report = tmp_path / f"{name}.json"
-    subprocess.run([sys.executable, "-m", "conformance.certify", "--store", "memory:", "--seed", "3",
-                    "--report", str(report), *extra], cwd=tmp_path, check=True, capture_output=True,
-                   env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    # A --backend (not an in-process store URL) so that -n really starts workers (CONF-7).
+    (tmp_path / "memfactory.py").write_text("from conformance import factory_from_url\n\n\n"
+                                            "def make():\n    return factory_from_url('memory:')\n")
+    which = ["--backend", "memfactory:make"] if backend else ["--store", "memory:"]
+    done = subprocess.run([sys.executable, "-m", "conformance.certify", *which, "--seed", "3",
+                           "--report", str(report), *extra], cwd=tmp_path, check=True, capture_output=True,
+                          text=True, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
     doc: dict[str, Any] = json.loads(report.read_text())
+    doc["_stdout"] = done.stdout
     return doc
 
 
@@ -67,7 +72,17 @@ def test_the_report_is_the_same_under_xdist(tmp_path: Path) -> None:
     `-n 2`."""
     one = _certify(tmp_path, "one")
     two = _certify(tmp_path, "two", "-n", "2")
+    assert "bringing up nodes" in two.pop("_stdout") and "bringing up nodes" not in one.pop("_stdout")
     assert one == two
+
+
+def test_an_in_process_store_runs_serially_under_n(tmp_path: Path) -> None:
+    """CONF-7: `-n 2` on an in-process store (memory:, sqlite:) runs in this process, with a note, because
+    its suite takes less time than starting workers (benchmark P6)."""
+    doc = _certify(tmp_path, "serial", "-n", "2", backend=False)
+    out = doc.pop("_stdout")
+    assert "note: -n 2 ignored" in out and "bringing up nodes" not in out
+    assert doc["level"] == "FULL"
 
 
 def test_certify_failures_name_the_clause_and_show_the_values(tmp_path: Path) -> None:
