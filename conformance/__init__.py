@@ -30,7 +30,7 @@ import importlib
 import sys
 from typing import TYPE_CHECKING, Any
 
-SUITE_VERSION = "0.1.0"
+from reference_runtime._version import __version__ as SUITE_VERSION  # one version for the distribution
 
 #: Modules whose ``assert`` statements are checks: rewritten by pytest when imported inside a session.
 CHECK_MODULES = ("conformance.store_suite", "conformance.runner_suite", "conformance.model",

@@ -33,13 +33,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def version() -> str:
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
+    from reference_runtime._version import __version__
 
-    try:
-        return dist_version("pytest-durable")
-    except PackageNotFoundError:  # running from a source tree that is not installed
-        return "unknown"
+    return __version__
 
 
 def read_inputs(path: str) -> list[tuple[str, Any]]:

@@ -5,6 +5,7 @@ The public names mirror ``flink_agents.api``: ``Agent``, ``action``, ``Event`` a
 fault points and codecs that make recovery testable in-process.
 """
 
+from ._version import __version__ as __version__
 from .agent import Agent, action
 from .batch import BatchTimeoutError, DurableCall
 from .codecs import CloudpickleCodec, JavaStyleCodec, PayloadCodec, RemoteCallError
