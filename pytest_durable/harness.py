@@ -225,9 +225,9 @@ class DurableHarness:
                     "through durable_execute so recovery replays the value (REC-2); give stateful fakes a "
                     "fresh state per run with durable.world(factory)")
         if journals.first_divergence(journals.entries(baseline), journals.entries(again)) is not None:
-            return ("\nnote: two crash-free runs already differ, so the crash is not the cause: the agent's "
-                    "durable calls take different arguments each run; durable.assert_deterministic() shows "
-                    "the first differing call (PLG-2)")
+            return ("\nnote: two crash-free runs already differ, so not every difference above comes from the "
+                    "crash: the agent's durable calls take different arguments each run; "
+                    "durable.assert_deterministic() shows the first differing call (PLG-2)")
         return ("\nnote: two crash-free runs already differ although their durable calls are the same: the "
                 "action computes outputs or memory from state outside its inputs and memory (time, "
                 "randomness, globals) outside any durable call. Compute such values inside durable_execute "
