@@ -169,12 +169,15 @@ class ActionExecution:
                 return Outcome.success(None)
             return Outcome.success(self.codec.decode_result(record.result_payload))
         except PayloadDecodeError as exc:
-            # Fail fast and delete nothing: the record may be readable with another codec or key.
-            raise type(exc)(
+            # Fail fast and delete nothing: the record may be readable with another codec or key. The
+            # validation digest (function id + args digest) says which call the record claims to be.
+            error = type(exc)(
                 f"cannot decode the recorded {'exception' if record.exception_payload else 'result'} of "
-                f"{record.function_id}: {exc.reason}",
+                f"{record.function_id} (args digest {record.args_digest}): {exc.reason}",
                 self.location(index),
-            ) from exc
+            )
+            error.function_id, error.args_digest = record.function_id, record.args_digest
+            raise error from exc
 
     def encode(self, fid: str, digest: str, outcome: Outcome, index: int) -> CallResult:
         try:

@@ -213,3 +213,35 @@ def test_memory_access_from_the_async_pool_raises() -> None:
     """MEM-11: durable work on the pool cannot reach memory either."""
     with pytest.raises(MemoryAccessError):
         Runner(SneakyAsyncAgent).run([("k", 0)])
+
+
+class PassAlong(Agent):
+    """The first action writes short-term memory; the next action of the same run reads it."""
+
+    @action(InputEvent)
+    @staticmethod
+    def first(event: Event, ctx: RunnerContext) -> None:
+        ctx.short_term_memory.set("note", f"{event.attributes['input']}-noted")
+        ctx.short_term_memory.new_object("profile").set("name", "ada")
+        ctx.send_event(Event("next", {}))
+
+    @action("next")
+    @staticmethod
+    def second(event: Event, ctx: RunnerContext) -> None:
+        stm = ctx.short_term_memory
+        ctx.send_event(OutputEvent([stm.get("note"), stm.get("profile.name"), stm.get_field_names()]))
+
+
+@pytest.mark.parametrize(
+    "crash",
+    [None, CrashAt(Phase.BETWEEN_ACTIONS), CrashAt(Phase.BEFORE_COMPLETE, action="second")],
+    ids=["crash-free", "crash-between-actions", "crash-in-second"],
+)
+def test_short_term_memory_written_by_one_action_is_read_by_the_next_of_the_run(crash: CrashAt | None) -> None:
+    """MEM-13: short-term memory is shared by the actions of a run: the next action sees what the
+    previous one wrote, also when recovery skips the completed first action and replays its updates."""
+    injector = FaultInjector([crash] if crash else [])
+    result = Runner(PassAlong, InMemoryStore(), injector=injector).run([("a", "x")])
+    assert result.outputs == {"a": [["x-noted", "ada", ["note", "profile"]]]}
+    assert result.memory == {"a": {"note": "x-noted", "profile": {"name": "ada"}}}
+    assert len(injector.fired) == (0 if crash is None else 1)
