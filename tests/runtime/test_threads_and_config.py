@@ -1,5 +1,5 @@
 """Where durable work runs and how many run at once, observed from inside the work: durable_execute on
-the action's thread (RUN-6), the serial tool paths (TOOL-3), the defaults of tool-call.parallelism and
+the action's thread (DE-15), the serial tool paths (TOOL-3), the defaults of tool-call.parallelism and
 num-async-threads (BAT-3, RUN-17) and the chat.async key (TOOL-5).
 
 Tools here meet at a rendezvous: each waits until ``target`` tools have run at once (or a timeout
@@ -55,7 +55,7 @@ def meet(i: int) -> int:
     return i
 
 
-# -- RUN-6: durable_execute runs in the action's own thread, before it returns --------------------------------
+# -- DE-15: durable_execute runs in the action's own thread, before it returns --------------------------------
 
 TRACE: list[tuple[str, int]] = []
 
@@ -85,7 +85,7 @@ class SyncCallInAsyncAction(Agent):
 
 @pytest.mark.parametrize("agent", [SyncCalls, SyncCallInAsyncAction])
 def test_durable_execute_runs_synchronously_in_the_actions_thread(agent: type[Agent]) -> None:
-    """RUN-6: ``durable_execute`` runs the function in the action's own thread, to its end, before it
+    """DE-15: ``durable_execute`` runs the function in the action's own thread, to its end, before it
     returns (the async variant is the one that goes to the pool)."""
     TRACE.clear()
     Runner(agent, InMemoryStore()).run([("k", 0)])
