@@ -192,6 +192,8 @@ def _test_args(file: str, tests: list[str]) -> list[str]:
 
 def _pytest(copy: Path, args: list[str], timeout: float) -> tuple[int | None, str]:
     env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
+    # The tests find the golden vectors next to the repository; the copy lives elsewhere.
+    env.setdefault("DURABLE_VECTORS_DIR", str(ROOT.parent / "shared" / "vectors"))
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", *args]
     try:
         done = subprocess.run(cmd, cwd=copy, env=env, capture_output=True, text=True, timeout=timeout)
