@@ -111,29 +111,20 @@ def test_serial_tool_path(config: dict[str, Any]) -> None:
 
 
 def _selectors(trace: list[FaultPoint]) -> list[tuple[FaultPoint, int]]:
-    """Each point of a crash-free trace with its occurrence number (a second chat turn reaches the same
-    selector again), in an order that does not depend on which parallel tool finished first, so every
-    pytest-xdist worker collects the same test ids."""
-    seen: Counter[FaultPoint] = Counter()
-    numbered = []
-    for p in trace:
-        seen[p] += 1
-        numbered.append((p, seen[p]))
+    """Each point of a crash-free trace with its occurrence number among the points its selector matches
+    (a second chat turn reaches the first turn's selectors again), in an order that does not depend on
+    which parallel tool finished first, so every pytest-xdist worker collects the same test ids: the call
+    points of one action execution sort by call index and phase, and each action-level point closes them."""
+    seen: Counter[CrashAt] = Counter()
     phase_order = {ph: n for n, ph in enumerate(Phase)}
-    out: list[tuple[FaultPoint, int]] = []
-    block: list[tuple[FaultPoint, int]] = []
-    for item in [*numbered, None]:
-        if item is not None and item[0].call_index is not None and (not block or block[0][0].action == item[0].action):
-            block.append(item)
-            continue
-        out.extend(sorted(block, key=lambda x: (x[0].call_index, phase_order[x[0].phase])))
-        block = []
-        if item is not None:
-            if item[0].call_index is not None:
-                block.append(item)
-            else:
-                out.append(item)
-    return out
+    group, keyed = 0, []
+    for p in trace:
+        selector = CrashAt.point(p)
+        seen[selector] += 1
+        keyed.append(((group, p.call_index is None, p.call_index or 0, phase_order[p.phase]), (p, seen[selector])))
+        if p.call_index is None:
+            group += 1
+    return [item for _, item in sorted(keyed, key=lambda k: k[0])]
 
 
 POINTS = _selectors(crash_free()[1])
@@ -147,7 +138,8 @@ def test_recovery_never_asks_a_recorded_question_again(point: FaultPoint, nth: i
     crash at one tool can leave another finished but unrecorded) runs exactly once more; one that had not
     run yet runs once. The run ends with exactly one answer."""
     reset()
-    injector = FaultInjector([dataclasses.replace(CrashAt.point(point), nth=nth)])
+    selector = dataclasses.replace(CrashAt.point(point), nth=nth)
+    injector = FaultInjector([selector])
     runner = Runner(ReAct, InMemoryStore(), injector=injector)
     before: dict[str, Counter[Any]] = {}
     fail_over = runner.fail_over
@@ -163,7 +155,7 @@ def test_recovery_never_asks_a_recorded_question_again(point: FaultPoint, nth: i
     (answer,) = result.outputs["u"]
     assert answer.endswith("[t1=3,t2=HI,t3=None]")
     # What was persisted when the process died: everything up to the crash point in the trace.
-    crash_at = [i for i, p in enumerate(injector.trace) if p == point][nth - 1]
+    crash_at = [i for i, p in enumerate(injector.trace) if selector.matches(p)][nth - 1]
     recorded = [p.function_id for p in injector.trace[: crash_at + 1] if p.phase == Phase.AFTER_RECORD]
     ran_before = before.get("tools", Counter()), before.get("asked", Counter())
     for fid, name in (("tool-call-t1", "add(1,2)"), ("tool-call-t2", "shout(hi)")):
