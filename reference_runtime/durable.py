@@ -163,7 +163,10 @@ class ActionExecution:
 
     def decode(self, record: CallResult, index: int) -> Outcome:
         try:
-            if record.exception_payload is not None and record.effective_status.value == "FAILED":
+            if record.effective_status is CallStatus.FAILED:
+                if record.exception_payload is None:
+                    # A failure without its exception is corrupt; replaying it as a success would hide that.
+                    raise PayloadDecodeError("the record is FAILED but has no exception payload")
                 return Outcome.failure(self.codec.decode_exception(record.exception_payload))
             if record.result_payload is None:
                 return Outcome.success(None)
@@ -171,8 +174,9 @@ class ActionExecution:
         except PayloadDecodeError as exc:
             # Fail fast and delete nothing: the record may be readable with another codec or key. The
             # validation digest (function id + args digest) says which call the record claims to be.
+            what = "exception" if record.effective_status is CallStatus.FAILED else "result"
             error = type(exc)(
-                f"cannot decode the recorded {'exception' if record.exception_payload else 'result'} of "
+                f"cannot decode the recorded {what} of "
                 f"{record.function_id} (args digest {record.args_digest}): {exc.reason}",
                 self.location(index),
             )

@@ -33,7 +33,7 @@ from reference_runtime import (
     action,
 )
 from reference_runtime.codecs import CloudpickleCodec
-from reference_runtime.durable import ActionExecution
+from reference_runtime.durable import ActionExecution, Outcome
 from reference_runtime.identity import args_digest, function_id
 from reference_runtime.memory import check_action_access
 from reference_runtime.records import ActionRef, ActionState, StateRef
@@ -300,3 +300,109 @@ def test_decode_errors_in_a_batch_name_the_slot_and_its_digest() -> None:
                               {}))
     assert (info.value.call_index, info.value.function_id, info.value.args_digest) == (1, fid, digest)
     assert not agents.EFFECTS
+
+
+def test_a_failed_record_without_an_exception_payload_fails_fast() -> None:
+    """DE-10: a FAILED record that carries no exception is corrupt: it is refused with its location and
+    digest, not replayed as a success."""
+    store = InMemoryStore()
+    fid, digest = function_id(agents.step), args_digest((1,), {})
+    store.put(REF, ActionState(task_event=REF.event,
+                               call_results=[CallResult(fid, digest, None, None, CallStatus.FAILED)]))
+    with pytest.raises(PayloadDecodeError, match="FAILED but has no exception payload") as info:
+        execution(store).execute(agents.step, (1,), {})
+    assert (info.value.call_index, info.value.args_digest) == (0, digest)
+    assert "recorded exception" in str(info.value)
+    assert len(stored(store)) == 1 and not agents.EFFECTS
+
+
+# -- the execution's own view of the records -----------------------------------------------------------------
+
+def test_the_executions_records_equal_the_stores_after_every_write(caplog: pytest.LogCaptureFixture) -> None:
+    """DE-4, STORE-5: appends, in-place finalizations and truncations keep the execution's records equal
+    to the store's, so later calls of the same action match the right slot (no spurious mismatch)."""
+    store = InMemoryStore()
+    ex = execution(store)
+    ex.execute(agents.step, (1,), {}, reconciler=lambda: 0)  # PENDING appended, finalized in place
+    assert ex.records == stored(store)
+    ex.execute(agents.step, (2,), {})  # appended
+    ex.execute(agents.step, (3,), {}, reconciler=lambda: 0)
+    assert ex.records == stored(store) and [r.status for r in ex.records] == [CallStatus.SUCCEEDED] * 3
+    assert "Non-deterministic" not in caplog.text
+    again = execution(store)
+    assert again.execute(agents.step, (1,), {}) == 10  # replayed
+    again.execute(other, (5,), {})  # mismatch at 1: truncated, then appended
+    assert again.records == stored(store) and len(again.records) == 2
+    assert sorted(agents.EFFECTS.values()) == [1, 1, 1]
+
+
+def test_outcome_reports_success_and_failure() -> None:
+    """BAT-1: an Outcome is a success with a value or a failure with an error; unwrap returns or raises."""
+    ok, bad = Outcome.success(3), Outcome.failure(ValueError("no"))
+    assert (ok.is_success(), ok.is_failure(), ok.unwrap()) == (True, False, 3)
+    assert (bad.is_success(), bad.is_failure()) == (False, True)
+    with pytest.raises(ValueError, match="no"):
+        bad.unwrap()
+
+
+# -- batch input checks, the reservation and the journal -----------------------------------------------------
+
+@pytest.mark.parametrize(("config", "match"), [({"tool-call.parallelism": "many"}, "'tool-call.parallelism'"),
+                                               ({"tool-call.batch.timeout.ms": None}, "'tool-call.batch.timeout.ms'")])
+def test_a_bad_batch_setting_is_one_clear_error(config: dict[str, Any], match: str) -> None:
+    """BAT-3, BAT-6: a batch setting that is not an integer is refused with the key and the value."""
+    from reference_runtime.batch import run_batch
+
+    with pytest.raises(ValueError, match=f"config {match} must be an integer"):
+        asyncio.run(run_batch(execution(InMemoryStore()), [DurableCall(agents.step, (1,))], config))
+    assert not agents.EFFECTS
+
+
+def test_a_batch_takes_only_durable_calls() -> None:
+    """BAT-1: anything but a DurableCall is refused, naming its type, before any slot is reserved."""
+    from reference_runtime.batch import run_batch
+
+    store = InMemoryStore()
+    with pytest.raises(TypeError, match="takes DurableCall objects, got tuple"):
+        asyncio.run(run_batch(execution(store), [DurableCall(agents.step, (1,)), (agents.step, 2)], {}))  # type: ignore[list-item]
+    assert stored(store) == []
+
+
+def test_the_reservation_never_overwrites_a_finished_slot() -> None:
+    """BAT-2, BAT-5: recovering a batch whose slot 0 is PENDING and slot 1 finished reserves only the new
+    slot 2; slot 1's record is kept and replayed."""
+    from reference_runtime.batch import run_batch
+
+    store = InMemoryStore()
+    ex = execution(store)
+    ex.write(0, [CallResult.pending(function_id(agents.step), args_digest((1,), {})), ex.encode(
+        function_id(agents.step), args_digest((2,), {}), Outcome.success(20), 1)])
+    calls = [DurableCall(agents.step, (i,)) for i in (1, 2, 3)]
+    outcomes = asyncio.run(run_batch(execution(store), calls, {"tool-call.parallelism": 1}))
+    assert [o.value for o in outcomes] == [10, 20, 30]
+    assert [(r.args_digest, r.status) for r in stored(store)] == [
+        (args_digest((i,), {}), CallStatus.SUCCEEDED) for i in (1, 2, 3)]
+    assert sorted(agents.EFFECTS) == ["user-1/4/work/0", "user-1/4/work/2"]
+
+
+class JournaledBatch(Agent):
+    config: ClassVar[dict[str, Any]] = {"tool-call.parallelism": 1}
+
+    @action(InputEvent)
+    @staticmethod
+    async def work(event: Event, ctx: RunnerContext) -> None:
+        calls = [DurableCall(agents.step, (1,)), DurableCall(agents.fail_once, (2,)),
+                 DurableCall(agents.step, (3,), reconciler=reconcile_for(3))]
+        await ctx.durable_execute_all_async(calls)
+
+
+def test_a_batch_journals_every_slot_with_its_source_and_outcome_kind() -> None:
+    """PLG-2, BAT-5: each slot is journaled with what happened to it (executed, replayed, reconciled) and
+    whether it succeeded, in the first attempt and in recovery."""
+    injector = FaultInjector([CrashAt(Phase.AFTER_EFFECT, call_index=2)])
+    result = Runner(JournaledBatch, InMemoryStore(), injector=injector).run([("k", 0)])
+    entries = [(e.attempt, e.call_id.call_index, e.source, e.outcome) for e in result.journal]
+    assert entries == [
+        (0, 0, "executed", "ok"), (0, 1, "executed", "error"), (0, 2, "executed", "ok"),
+        (1, 0, "replayed", "ok"), (1, 1, "replayed", "error"), (1, 2, "reconciled", "ok"),
+    ]
