@@ -50,9 +50,10 @@ _SYMBOL = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.GtE: ">=", ast.Gt: ">
 @dataclass(frozen=True)
 class Mutant:
     file: str
-    site: int  # position of the mutated node in ast.walk order: re-parsing finds it again
+    site: int  # position of the mutated node in ast.walk order: re-parsing the same text finds it again
     line: int
     what: str
+    code: str  # the mutated line as written, to find the mutant again after the file changed (--rerun)
 
 
 @dataclass
@@ -133,15 +134,28 @@ def _mutations(node: ast.AST) -> Iterator[tuple[str, Callable[[ast.AST], None]]]
         yield f"statement removed ({type(node).__name__.lower()})", lambda n: None  # applied in _apply
 
 
+#: The text of every target as read once at the start: the working tree may change while mutants run.
+SOURCES: dict[str, str] = {}
+
+
+def source_of(file: str) -> str:
+    if file not in SOURCES:
+        SOURCES[file] = (ROOT / file).read_text(encoding="utf-8")
+    return SOURCES[file]
+
+
 def find_mutants(file: str) -> list[Mutant]:
-    tree = ast.parse((ROOT / file).read_text(encoding="utf-8"))
+    text = source_of(file)
+    lines = text.splitlines()
+    tree = ast.parse(text)
     inside = _inside_functions(tree)
     found = []
     for site, node in enumerate(ast.walk(tree)):
         if id(node) not in inside:
             continue
+        line = getattr(node, "lineno", 0)
         for what, _ in _mutations(node):
-            found.append(Mutant(file, site, getattr(node, "lineno", 0), what))
+            found.append(Mutant(file, site, line, what, lines[line - 1].strip() if line else ""))
     return found
 
 
@@ -158,7 +172,7 @@ class _Replace(ast.NodeTransformer):
 
 
 def mutated_source(mutant: Mutant) -> str:
-    tree = ast.parse((ROOT / mutant.file).read_text(encoding="utf-8"))
+    tree = ast.parse(source_of(mutant.file))
     node = list(ast.walk(tree))[mutant.site]
     options = dict(_mutations(node))
     if mutant.what.startswith("statement removed"):
@@ -177,6 +191,8 @@ def _copy_repo(dest: Path) -> None:
     ignore = shutil.ignore_patterns(".git", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache",
                                     "*.egg-info", ".hypothesis")
     shutil.copytree(ROOT, dest, ignore=ignore, dirs_exist_ok=True)
+    for file, text in SOURCES.items():  # the targets exactly as the mutants were computed from
+        (dest / file).write_text(text, encoding="utf-8")
 
 
 def _test_args(file: str, tests: list[str]) -> list[str]:
@@ -208,7 +224,7 @@ def _pytest(copy: Path, args: list[str], timeout: float) -> tuple[int | None, st
 
 def run_mutant(mutant: Mutant, copy: Path, tests: list[str], timeout: float) -> Outcome:
     target = copy / mutant.file
-    original = (ROOT / mutant.file).read_text(encoding="utf-8")
+    original = source_of(mutant.file)
     started = time.monotonic()
     try:
         source = mutated_source(mutant)
@@ -235,10 +251,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="mutants run at once, each in its own copy")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds before a mutant counts as timeout")
     parser.add_argument("--json", type=Path, help="also write every outcome to this file")
+    parser.add_argument("--rerun", type=Path, help="run only the survivors recorded in this --json file")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     opts = parser.parse_args(argv)
 
     mutants = sorted((m for f in opts.files for m in find_mutants(f)), key=lambda m: (m.file, m.line, m.site))
+    if opts.rerun:
+        wanted = [(o["file"], o["what"], o["code"]) for o in json.loads(opts.rerun.read_text(encoding="utf-8"))
+                  if o["status"] == "survived"]
+        # Matched by file, mutation and line text, so lines that moved since are still found.
+        mutants = [m for m in mutants if (m.file, m.what, m.code) in wanted]
     if opts.sample and opts.sample < len(mutants):
         mutants = sorted(random.Random(opts.seed).sample(mutants, opts.sample),
                          key=lambda m: (m.file, m.line, m.site))
@@ -274,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
                 m = outcome.mutant
                 print(f"[{n}/{len(mutants)}] {outcome.status.upper():8} {m.file}:{m.line} {m.what}"
                       f"  ({outcome.seconds:.1f}s) {outcome.detail}", flush=True)
+                if opts.json:  # written as it goes, so an interrupted run keeps what it measured
+                    _write_json(opts.json, outcomes)
 
     killed = sum(o.status != "survived" for o in outcomes)
     survivors = [o for o in outcomes if o.status == "survived"]
@@ -281,10 +305,12 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(survivors)} survived; score {100 * killed / max(1, len(outcomes)):.1f}%")
     for o in survivors:
         print(f"  survivor: {o.mutant.file}:{o.mutant.line} {o.mutant.what}")
-    if opts.json:
-        opts.json.write_text(json.dumps([{**asdict(o.mutant), "status": o.status, "seconds": round(o.seconds, 2),
-                                          "detail": o.detail} for o in outcomes], indent=1), encoding="utf-8")
     return 0
+
+
+def _write_json(path: Path, outcomes: list[Outcome]) -> None:
+    path.write_text(json.dumps([{**asdict(o.mutant), "status": o.status, "seconds": round(o.seconds, 2),
+                                 "detail": o.detail} for o in outcomes], indent=1), encoding="utf-8")
 
 
 if __name__ == "__main__":
