@@ -143,8 +143,8 @@ async def chat_action(event: Event, ctx: RunnerContext, models: Mapping[str, Cha
     if model is None:
         ctx.send_event(ChatResponseEvent(request_id, None, error=f"unknown chat model {model_name!r}"))
         return
-    # The model object stays out of the digest: a stateful model must not look like a new call.
     messages = _canonical(messages, {})
+    # The model object stays out of the digest: a stateful model must not look like a new call.
     ask, chat_id = functools.partial(_ask, model), f"chat-{model_name}"
     if _flag(ctx.config, "chat.async", True):
         answer = await ctx.durable_execute_async(ask, messages, durable_id=chat_id)
