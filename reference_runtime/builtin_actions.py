@@ -70,7 +70,7 @@ async def tool_call_action(event: Event, ctx: RunnerContext, tools: Mapping[str,
             responses[call_id], success[call_id], error[call_id] = None, False, f"unknown tool {name!r}"
             continue
         # The digest covers the arguments only: the tool is named by the durable id.
-        calls.append((call_id, DurableCall(functools.partial(_call_tool, tool), (arguments,),
+        calls.append((call_id, DurableCall(functools.partial(_call_tool, tool), (_canonical(arguments, {}),),
                                            durable_id=f"tool-call-{call_id}")))
     outcomes: list[Outcome]
     if _flag(ctx.config, "tool-call.async", True) and _flag(ctx.config, "tool-call.parallel", True):

@@ -167,3 +167,49 @@ def test_recovery_never_asks_a_recorded_question_again(point: FaultPoint, nth: i
         first, again = ran_before[1][turn], MODEL.asked[turn] - ran_before[1][turn]
         expected = 0 if turn < recorded_turns else 1
         assert (first, again) in ((0, 1), (1, expected)), f"turn {turn}: asked {first}+{again} times at {point}"
+
+
+ECHOES: Counter[str] = Counter()
+
+
+def echo(a: str, b: str) -> str:
+    ECHOES[a + b] += 1
+    return a + b
+
+
+class SharingModel:
+    """Asks for a tool whose two arguments are one (non-interned) string object, as a model client that
+    reuses a parsed value would; after recovery the request comes back from the store with two."""
+
+    def chat(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        if any(m.get("role") == "tool" for m in messages):
+            return {"role": "assistant", "content": "done"}
+        shared = "".join(["ec", "ho"])
+        return {"role": "assistant", "content": None,
+                "tool_calls": [{"id": "e1", "function": {"name": "echo", "arguments": {"a": shared, "b": shared}}}]}
+
+
+class SharedArgs(Agent):
+    tools: ClassVar[dict[str, Any]] = {"echo": echo}
+    chat_models: ClassVar[dict[str, Any]] = {"sharing": SharingModel()}
+
+    @action(InputEvent)
+    @staticmethod
+    def ask(event: Event, ctx: RunnerContext) -> None:
+        ctx.send_event(ChatRequestEvent("sharing", [{"role": "user", "content": "go"}]))
+
+    @action(ChatResponseEvent)
+    @staticmethod
+    def answer(event: Event, ctx: RunnerContext) -> None:
+        ctx.send_event(OutputEvent(event.attributes["response"]))
+
+
+def test_a_recorded_tool_call_is_found_again_when_its_arguments_come_back_from_the_store() -> None:
+    """TOOL-1, REC-3: the tool's args digest does not depend on which argument values happened to be one
+    object in the first run (pickle writes a repeated object as a back-reference), so a tool call
+    recorded before a crash replays instead of running again."""
+    ECHOES.clear()
+    injector = FaultInjector([CrashAt(Phase.AFTER_RECORD, action="tool_call_action")])
+    result = Runner(SharedArgs, InMemoryStore(), injector=injector).run([("u", "q")])
+    assert injector.fired and result.outputs == {"u": ["done"]}
+    assert dict(ECHOES) == {"echoecho": 1}
