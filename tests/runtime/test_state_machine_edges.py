@@ -6,6 +6,7 @@ batch slot while another still runs (REC-5), and the validation digest in decode
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections import Counter
@@ -406,3 +407,44 @@ def test_a_batch_journals_every_slot_with_its_source_and_outcome_kind() -> None:
         (0, 0, "executed", "ok"), (0, 1, "executed", "error"), (0, 2, "executed", "ok"),
         (1, 0, "replayed", "ok"), (1, 1, "replayed", "error"), (1, 2, "reconciled", "ok"),
     ]
+
+
+# -- the asynchronous path: reconcile, replay without writing, journal kinds -------------------------------
+
+class AsyncReconciled(Agent):
+    @action(InputEvent)
+    @staticmethod
+    async def work(event: Event, ctx: RunnerContext) -> None:
+        first = await ctx.durable_execute_async(agents.step, 1, reconciler=reconcile_for(1))
+        with contextlib.suppress(ValueError):
+            await ctx.durable_execute_async(agents.fail_once, 2)
+        ctx.send_event(OutputEvent(first))
+
+
+def test_the_async_path_reconciles_a_pending_slot_and_replays_without_writing() -> None:
+    """DE-5 and DE-3 on the async path: a PENDING slot left by a crash is reconciled off the runner's
+    thread, not re-executed; DE-2: a replayed call reaches no after-effect or after-record point (it
+    writes nothing); PLG-2: the journal tells ok from error."""
+    injector = FaultInjector([CrashAt(Phase.AFTER_EFFECT, call_index=0), CrashAt(Phase.BEFORE_COMPLETE)])
+    result = Runner(AsyncReconciled, InMemoryStore(), injector=injector).run([("k", 0)])
+    assert result.outputs == {"k": [10]}
+    assert RECONCILED == [1]
+    assert sorted(agents.EFFECTS.values()) == [1, 1]  # step ran once (then reconciled), fail_once once
+    entries = [(e.attempt, e.call_id.call_index, e.source, e.outcome) for e in result.journal]
+    assert entries == [(0, 0, "executed", "ok"),
+                       (1, 0, "reconciled", "ok"), (1, 1, "executed", "error"),
+                       (2, 0, "replayed", "ok"), (2, 1, "replayed", "error")]
+    second_crash = injector.trace.index(injector.fired[1])
+    after = [p.phase for p in injector.trace[second_crash + 1:] if p.call_index is not None]
+    assert after == [Phase.BEFORE_CALL, Phase.BEFORE_CALL], "replayed calls write nothing"
+
+
+def test_the_sync_path_replays_without_writing_and_journals_outcome_kinds() -> None:
+    """DE-2, PLG-2 on the synchronous path."""
+    injector = FaultInjector([CrashAt(Phase.BEFORE_COMPLETE)])
+    result = Runner(agents.Failing, InMemoryStore(), injector=injector).run([("k", 1)])
+    assert result.outputs == {"k": ["caught boom 1"]}
+    assert [(e.attempt, e.source, e.outcome) for e in result.journal] == [(0, "executed", "error"),
+                                                                          (1, "replayed", "error")]
+    crash = injector.trace.index(injector.fired[0])
+    assert [p.phase for p in injector.trace[crash + 1:] if p.call_index is not None] == [Phase.BEFORE_CALL]
