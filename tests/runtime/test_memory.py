@@ -245,3 +245,17 @@ def test_short_term_memory_written_by_one_action_is_read_by_the_next_of_the_run(
     assert result.outputs == {"a": [["x-noted", "ada", ["note", "profile"]]]}
     assert result.memory == {"a": {"note": "x-noted", "profile": {"name": "ada"}}}
     assert len(injector.fired) == (0 if crash is None else 1)
+
+
+@pytest.mark.parametrize("path", ["", "a..b", ".a", "a.", 3])
+def test_malformed_memory_paths_are_refused_naming_the_path(path: Any) -> None:
+    """MEM-4: a path is a non-empty dotted string without empty segments; anything else is refused with
+    a ValueError naming it, and memory is unchanged."""
+    base, view, mem = fresh()
+    with pytest.raises(ValueError, match="memory path") as info:
+        mem.set(path, 1)
+    assert repr(path) in str(info.value)
+    for op in (mem.get, mem.is_exist, mem.new_object):
+        with pytest.raises(ValueError, match="memory path"):
+            op(path)
+    assert view.log == [] and view.overlay == {} and base.to_dict() == {}
