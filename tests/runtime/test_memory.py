@@ -259,3 +259,61 @@ def test_malformed_memory_paths_are_refused_naming_the_path(path: Any) -> None:
         with pytest.raises(ValueError, match="memory path"):
             op(path)
     assert view.log == [] and view.overlay == {} and base.to_dict() == {}
+
+
+def test_new_object_creates_missing_parents() -> None:
+    """MEM-5, MEM-6: like ``set``, ``new_object`` creates the objects on its path."""
+    base, view, mem = fresh()
+    mem.new_object("x.y.z")
+    assert mem.get_fields() == {"x": NESTED_OBJECT}
+    assert mem.get("x").get_field_names() == ["y"] and mem.is_exist("x.y.z")
+    view.commit()
+    assert base.to_dict() == {"x": {"y": {"z": {}}}}
+
+
+HANDED: list[Any] = []
+
+
+def use_handed_memory(op: str) -> Any:
+    """A durable function given the action's MemoryObject (captured, not fetched through the context)."""
+    mem = HANDED[0]
+    calls = {"get": lambda: mem.get("n"), "get-ref": lambda: mem.get(MemoryRef("short_term", "n")),
+             "set": lambda: mem.set("n", 2), "new_object": lambda: mem.new_object("o"),
+             "is_exist": lambda: mem.is_exist("n"), "get_field_names": mem.get_field_names,
+             "get_fields": mem.get_fields}
+    return calls[op]()
+
+
+class HandsMemoryOver(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def work(event: Event, ctx: RunnerContext) -> None:
+        ctx.short_term_memory.set("n", 1)
+        HANDED[:] = [ctx.short_term_memory]
+        ctx.durable_execute(use_handed_memory, event.attributes["input"])
+
+
+@pytest.mark.parametrize("op", ["get", "get-ref", "set", "new_object", "is_exist", "get_field_names", "get_fields"])
+def test_a_memory_object_handed_to_a_durable_function_refuses_every_operation(op: str) -> None:
+    """DE-11, MEM-11: every MemoryObject operation checks where it runs, not only the context's
+    properties, so memory captured by a durable function is refused too."""
+    with pytest.raises(MemoryAccessError, match="inside a durable function"):
+        Runner(HandsMemoryOver).run([("k", op)])
+
+
+class WritesOnSecondInput(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def work(event: Event, ctx: RunnerContext) -> None:
+        if event.attributes["input"]:
+            ctx.short_term_memory.set("seen", event.attributes["input"])
+        ctx.send_event(OutputEvent(ctx.seq))
+
+
+def test_an_empty_memory_survives_a_checkpoint_and_failover() -> None:
+    """RUN-7, MEM-4: a key whose memory is still empty at a checkpoint gets a usable empty memory (a root
+    object) back after failover."""
+    injector = FaultInjector([CrashAt(Phase.BEFORE_COMPLETE, seq=1)])
+    result = Runner(WritesOnSecondInput, injector=injector, checkpoint_every=1).run([("k", 0), ("k", 5)])
+    assert injector.fired and result.outputs == {"k": [0, 1]}
+    assert result.memory == {"k": {"seen": 5}}
