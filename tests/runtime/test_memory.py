@@ -317,3 +317,10 @@ def test_an_empty_memory_survives_a_checkpoint_and_failover() -> None:
     result = Runner(WritesOnSecondInput, injector=injector, checkpoint_every=1).run([("k", 0), ("k", 5)])
     assert injector.fired and result.outputs == {"k": [0, 1]}
     assert result.memory == {"k": {"seen": 5}}
+
+
+def test_a_memory_ref_is_created_only_for_a_well_formed_path() -> None:
+    """MEM-12: ``MemoryRef.create`` validates its path like memory does."""
+    assert MemoryRef.create("sensory", "a.b") == MemoryRef("sensory", "a.b")
+    with pytest.raises(ValueError, match="empty segment"):
+        MemoryRef.create("short_term", "a..b")
