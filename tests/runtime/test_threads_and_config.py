@@ -164,8 +164,9 @@ def test_num_async_threads_sizes_the_pool_that_caps_a_batch(options: dict[str, A
     """RUN-17: the async pool has ``num-async-threads`` threads (``Runner(async_threads=...)`` overrides
     it), so a batch allowed 4 at once runs only that many, on that many threads."""
     reset(target=threads, timeout=10.0, linger=0.2)
-    config = {"tool-call.parallelism": 4, **options.pop("config")}
-    result = Runner(Batch, InMemoryStore(), config=config, **options).run([("k", 4)])
+    config = {"tool-call.parallelism": 4, **options["config"]}
+    result = Runner(Batch, InMemoryStore(), config=config, async_threads=options.get("async_threads")).run(
+        [("k", 4)])
     assert result.outputs == {"k": [[0, 1, 2, 3]]}
     assert STATE["max"] == threads
     assert len(set(STATE["threads"])) <= threads
