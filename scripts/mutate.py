@@ -113,7 +113,7 @@ def _mutations(node: ast.AST) -> Iterator[tuple[str, Callable[[ast.AST], None]]]
         yield f"`{node.value}` -> `{not node.value}`", flip
     elif isinstance(node, ast.Constant) and type(node.value) is int:
         def plus(n: ast.AST) -> None:
-            assert isinstance(n, ast.Constant)
+            assert isinstance(n, ast.Constant) and isinstance(n.value, int)
             n.value = n.value + 1
         yield f"`{node.value}` -> `{node.value + 1}`", plus
     elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub):
@@ -168,11 +168,12 @@ class _Replace(ast.NodeTransformer):
     def visit(self, node: ast.AST) -> ast.AST:
         if node is self.target:
             return self.replacement if self.replacement is not None else ast.Pass()
-        return super().visit(node)
+        result: ast.AST = super().visit(node)
+        return result
 
 
 def mutated_source(mutant: Mutant) -> str:
-    tree = ast.parse(source_of(mutant.file))
+    tree: ast.AST = ast.parse(source_of(mutant.file))
     node = list(ast.walk(tree))[mutant.site]
     options = dict(_mutations(node))
     if mutant.what.startswith("statement removed"):
