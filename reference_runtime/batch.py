@@ -95,6 +95,8 @@ async def run_batch(ex: ActionExecution, calls: list[DurableCall], config: Mappi
             else:
                 outcome = await ex.offload(slot.call.func, slot.call.args, slot.kwargs,
                                            ex.context_for(slot.index, slot.fid, slot.digest))
+            if halted:
+                return  # another slot crashed while this one ran: a dead process records nothing more
             if deadline is not None and clock.now() > deadline:
                 # Finished after the deadline: the work happened, but the batch reports it failed.
                 outcome = Outcome.failure(_late(slot, timeout_ms))

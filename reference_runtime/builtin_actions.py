@@ -69,7 +69,7 @@ async def tool_call_action(event: Event, ctx: RunnerContext, tools: Mapping[str,
             responses[call_id], success[call_id], error[call_id] = None, False, f"unknown tool {name!r}"
             continue
         # The digest covers the arguments only: the tool is named by the durable id.
-        calls.append((call_id, DurableCall(functools.partial(_call_tool, tool), (arguments,),
+        calls.append((call_id, DurableCall(functools.partial(_call_tool, tool), (_canonical(arguments, {}),),
                                            durable_id=f"tool-call-{call_id}")))
     outcomes: list[Outcome]
     if _flag(ctx.config, "tool-call.async", True) and _flag(ctx.config, "tool-call.parallel", True):
@@ -100,9 +100,28 @@ def _ask(model: ChatModel, messages: list[dict[str, Any]]) -> dict[str, Any]:
     return answer
 
 
-def chat_action(event: Event, ctx: RunnerContext, models: Mapping[str, ChatModel]) -> None:
+def _canonical(value: Any, seen: dict[Any, Any]) -> Any:
+    """``value`` rebuilt so that equal strings (and bytes) are one object. The args digest pickles the
+    messages, and pickle writes a repeated object as a back-reference: without this, messages rebuilt on
+    recovery (from the store, where no two strings are shared) digest differently from the first run's,
+    where a tool call id in the assistant message is the very object the tool response carries, and the
+    recorded answer would not be found (spec TOOL-4)."""
+    if isinstance(value, str | bytes):
+        return seen.setdefault(value, value)
+    if isinstance(value, list):
+        return [_canonical(v, seen) for v in value]
+    if isinstance(value, dict):
+        return {_canonical(k, seen): _canonical(v, seen) for k, v in value.items()}
+    return value
+
+
+async def chat_action(event: Event, ctx: RunnerContext, models: Mapping[str, ChatModel]) -> None:
     """Drive a ReAct loop: ask the model; tool calls go out as a ToolRequestEvent and their responses
-    come back here; a final answer goes out as a ChatResponseEvent."""
+    come back here; a final answer goes out as a ChatResponseEvent.
+
+    With ``chat.async`` (default true, as in Flink Agents) the model is asked through
+    ``durable_execute_async``, on the async pool while other keys progress; with it off, through
+    ``durable_execute``, on the runner's thread (spec TOOL-5)."""
     pending = ctx.sensory_memory
     if event.type == ChatRequestEvent.TYPE:
         request_id = str(event.id)
@@ -123,8 +142,13 @@ def chat_action(event: Event, ctx: RunnerContext, models: Mapping[str, ChatModel
     if model is None:
         ctx.send_event(ChatResponseEvent(request_id, None, error=f"unknown chat model {model_name!r}"))
         return
+    messages = _canonical(messages, {})
     # The model object stays out of the digest: a stateful model must not look like a new call.
-    answer = ctx.durable_execute(functools.partial(_ask, model), messages, durable_id=f"chat-{model_name}")
+    ask, chat_id = functools.partial(_ask, model), f"chat-{model_name}"
+    if _flag(ctx.config, "chat.async", True):
+        answer = await ctx.durable_execute_async(ask, messages, durable_id=chat_id)
+    else:
+        answer = ctx.durable_execute(ask, messages, durable_id=chat_id)
     messages.append(answer)
     tool_calls = answer.get("tool_calls") or []
     if tool_calls:
@@ -150,10 +174,10 @@ def builtin_action_specs(tools: Mapping[str, Callable[..., Any]], models: Mappin
         specs.append(ActionSpec("tool_call_action", run_tools, ref, True))
     if models:
 
-        def run_chat(event: Event, ctx: RunnerContext) -> None:
-            chat_action(event, ctx, models)
+        async def run_chat(event: Event, ctx: RunnerContext) -> None:
+            await chat_action(event, ctx, models)
 
         ref = ActionRef("chat_model_action", __name__, "chat_action",
                         (ChatRequestEvent.TYPE, ToolResponseEvent.TYPE))
-        specs.append(ActionSpec("chat_model_action", run_chat, ref, False))
+        specs.append(ActionSpec("chat_model_action", run_chat, ref, True))
     return specs

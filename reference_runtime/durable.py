@@ -39,7 +39,7 @@ _new = tuple.__new__
 # Enum members looked up once: attribute access on an enum class costs about as much as building a
 # record on CPython 3.11, and a durable call needs four of them (benchmark P4).
 _BEFORE_CALL, _AFTER_EFFECT, _AFTER_RECORD = Phase.BEFORE_CALL, Phase.AFTER_EFFECT, Phase.AFTER_RECORD
-_SUCCEEDED = CallStatus.SUCCEEDED
+_SUCCEEDED, _FAILED = CallStatus.SUCCEEDED, CallStatus.FAILED
 
 
 def current_call() -> CallContext:
@@ -169,18 +169,25 @@ class ActionExecution:
         try:
             if self._bound:
                 return self.decode_bound(record, index)
-            if record.exception_payload is not None and record.effective_status.value == "FAILED":
+            if record.effective_status is _FAILED:
+                if record.exception_payload is None:
+                    # A failure without its exception is corrupt; replaying it as a success would hide that.
+                    raise PayloadDecodeError("the record is FAILED but has no exception payload")
                 return Outcome.failure(self.codec.decode_exception(record.exception_payload))
             if record.result_payload is None:
                 return Outcome.success(None)
             return Outcome.success(self.codec.decode_result(record.result_payload))
         except PayloadDecodeError as exc:
-            # Fail fast and delete nothing: the record may be readable with another codec or key.
-            raise type(exc)(
-                f"cannot decode the recorded {'exception' if record.exception_payload else 'result'} of "
-                f"{record.function_id}: {exc.reason}",
+            # Fail fast and delete nothing: the record may be readable with another codec or key. The
+            # validation digest (function id + args digest) says which call the record claims to be.
+            what = "exception" if record.effective_status is _FAILED else "result"
+            error = type(exc)(
+                f"cannot decode the recorded {what} of "
+                f"{record.function_id} (args digest {record.args_digest}): {exc.reason}",
                 self.location(index),
-            ) from exc
+            )
+            error.function_id, error.args_digest = record.function_id, record.args_digest
+            raise error from exc
 
     def decode_bound(self, record: CallResult, index: int) -> Outcome:
         """Signed payloads: each verifies only in the record it was written for (spec SIG-1), and a

@@ -61,7 +61,13 @@ class CorruptRecordError(LocatedError):
 
 
 class PayloadDecodeError(CorruptRecordError):
-    """A call result's result or exception payload cannot be decoded (or failed verification)."""
+    """A call result's result or exception payload cannot be decoded (or failed verification).
+
+    Raised by the durable-call state machine with the record's validation digest: ``function_id`` and
+    ``args_digest`` (``None`` when raised by a codec, before the record is known)."""
+
+    function_id: str | None = None
+    args_digest: str | None = None
 
 
 class UntrustedPayloadError(PayloadDecodeError):

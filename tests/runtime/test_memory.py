@@ -213,3 +213,114 @@ def test_memory_access_from_the_async_pool_raises() -> None:
     """MEM-11: durable work on the pool cannot reach memory either."""
     with pytest.raises(MemoryAccessError):
         Runner(SneakyAsyncAgent).run([("k", 0)])
+
+
+class PassAlong(Agent):
+    """The first action writes short-term memory; the next action of the same run reads it."""
+
+    @action(InputEvent)
+    @staticmethod
+    def first(event: Event, ctx: RunnerContext) -> None:
+        ctx.short_term_memory.set("note", f"{event.attributes['input']}-noted")
+        ctx.short_term_memory.new_object("profile").set("name", "ada")
+        ctx.send_event(Event("next", {}))
+
+    @action("next")
+    @staticmethod
+    def second(event: Event, ctx: RunnerContext) -> None:
+        stm = ctx.short_term_memory
+        ctx.send_event(OutputEvent([stm.get("note"), stm.get("profile.name"), stm.get_field_names()]))
+
+
+@pytest.mark.parametrize(
+    "crash",
+    [None, CrashAt(Phase.BETWEEN_ACTIONS), CrashAt(Phase.BEFORE_COMPLETE, action="second")],
+    ids=["crash-free", "crash-between-actions", "crash-in-second"],
+)
+def test_short_term_memory_written_by_one_action_is_read_by_the_next_of_the_run(crash: CrashAt | None) -> None:
+    """MEM-13: short-term memory is shared by the actions of a run: the next action sees what the
+    previous one wrote, also when recovery skips the completed first action and replays its updates."""
+    injector = FaultInjector([crash] if crash else [])
+    result = Runner(PassAlong, InMemoryStore(), injector=injector).run([("a", "x")])
+    assert result.outputs == {"a": [["x-noted", "ada", ["note", "profile"]]]}
+    assert result.memory == {"a": {"note": "x-noted", "profile": {"name": "ada"}}}
+    assert len(injector.fired) == (0 if crash is None else 1)
+
+
+@pytest.mark.parametrize("path", ["", "a..b", ".a", "a.", 3])
+def test_malformed_memory_paths_are_refused_naming_the_path(path: Any) -> None:
+    """MEM-4: a path is a non-empty dotted string without empty segments; anything else is refused with
+    a ValueError naming it, and memory is unchanged."""
+    base, view, mem = fresh()
+    with pytest.raises(ValueError, match="memory path") as info:
+        mem.set(path, 1)
+    assert repr(path) in str(info.value)
+    for op in (mem.get, mem.is_exist, mem.new_object):
+        with pytest.raises(ValueError, match="memory path"):
+            op(path)
+    assert view.log == [] and view.overlay == {} and base.to_dict() == {}
+
+
+def test_new_object_creates_missing_parents() -> None:
+    """MEM-5, MEM-6: like ``set``, ``new_object`` creates the objects on its path."""
+    base, view, mem = fresh()
+    mem.new_object("x.y.z")
+    assert mem.get_fields() == {"x": NESTED_OBJECT}
+    assert mem.get("x").get_field_names() == ["y"] and mem.is_exist("x.y.z")
+    view.commit()
+    assert base.to_dict() == {"x": {"y": {"z": {}}}}
+
+
+HANDED: list[Any] = []
+
+
+def use_handed_memory(op: str) -> Any:
+    """A durable function given the action's MemoryObject (captured, not fetched through the context)."""
+    mem = HANDED[0]
+    calls = {"get": lambda: mem.get("n"), "get-ref": lambda: mem.get(MemoryRef("short_term", "n")),
+             "set": lambda: mem.set("n", 2), "new_object": lambda: mem.new_object("o"),
+             "is_exist": lambda: mem.is_exist("n"), "get_field_names": mem.get_field_names,
+             "get_fields": mem.get_fields}
+    return calls[op]()
+
+
+class HandsMemoryOver(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def work(event: Event, ctx: RunnerContext) -> None:
+        ctx.short_term_memory.set("n", 1)
+        HANDED[:] = [ctx.short_term_memory]
+        ctx.durable_execute(use_handed_memory, event.attributes["input"])
+
+
+@pytest.mark.parametrize("op", ["get", "get-ref", "set", "new_object", "is_exist", "get_field_names", "get_fields"])
+def test_a_memory_object_handed_to_a_durable_function_refuses_every_operation(op: str) -> None:
+    """DE-11, MEM-11: every MemoryObject operation checks where it runs, not only the context's
+    properties, so memory captured by a durable function is refused too."""
+    with pytest.raises(MemoryAccessError, match="inside a durable function"):
+        Runner(HandsMemoryOver).run([("k", op)])
+
+
+class WritesOnSecondInput(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def work(event: Event, ctx: RunnerContext) -> None:
+        if event.attributes["input"]:
+            ctx.short_term_memory.set("seen", event.attributes["input"])
+        ctx.send_event(OutputEvent(ctx.seq))
+
+
+def test_an_empty_memory_survives_a_checkpoint_and_failover() -> None:
+    """RUN-7, MEM-4: a key whose memory is still empty at a checkpoint gets a usable empty memory (a root
+    object) back after failover."""
+    injector = FaultInjector([CrashAt(Phase.BEFORE_COMPLETE, seq=1)])
+    result = Runner(WritesOnSecondInput, injector=injector, checkpoint_every=1).run([("k", 0), ("k", 5)])
+    assert injector.fired and result.outputs == {"k": [0, 1]}
+    assert result.memory == {"k": {"seen": 5}}
+
+
+def test_a_memory_ref_is_created_only_for_a_well_formed_path() -> None:
+    """MEM-12: ``MemoryRef.create`` validates its path like memory does."""
+    assert MemoryRef.create("sensory", "a.b") == MemoryRef("sensory", "a.b")
+    with pytest.raises(ValueError, match="empty segment"):
+        MemoryRef.create("short_term", "a..b")
