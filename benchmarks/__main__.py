@@ -11,8 +11,19 @@ import argparse
 import importlib
 import sys
 
-ALL = ["p1_overhead", "p2_replay", "p3_bytes", "p4_scenarios", "p5_batch", "p6_certify", "p7_keys", "p8_memory",
-       "p9_sweep", "p10_redis", "p11_stores"]
+ALL = [
+    "p1_overhead",
+    "p2_replay",
+    "p3_bytes",
+    "p4_scenarios",
+    "p5_batch",
+    "p6_certify",
+    "p7_keys",
+    "p8_memory",
+    "p9_sweep",
+    "p10_redis",
+    "p11_stores",
+]
 
 
 def main(argv: list[str]) -> int:
@@ -23,8 +34,9 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     unknown = [a for a in args.names if not any(n == a or n.startswith(a + "_") for n in ALL)]
     if unknown:
-        parser.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from "
-                     f"{', '.join(n.split('_')[0] for n in ALL)}")
+        parser.error(
+            f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(n.split('_')[0] for n in ALL)}"
+        )
     wanted = [n for n in ALL if not args.names or any(n == a or n.startswith(a + "_") for a in args.names)]
     for name in wanted:
         module = importlib.import_module(f"benchmarks.{name}")

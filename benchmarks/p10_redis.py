@@ -83,8 +83,12 @@ def main() -> list[tuple[str, ...]]:
         stop()
     ping, call, mem = statistics.median(pings), statistics.median(calls), statistics.median(mem_times)
     script, raw_ping = statistics.median(scripts), statistics.median(raw_pings)
-    for label, value in (("PING (redis-py)", ping), ("PING, bare connection", raw_ping),
-                         ("call-record script, bare connection", script), ("durable call", call)):
+    for label, value in (
+        ("PING (redis-py)", ping),
+        ("PING, bare connection", raw_ping),
+        ("call-record script, bare connection", script),
+        ("durable call", call),
+    ):
         point("P10 Redis call against a PING", label, CALLS, value * 1e6, xlabel="calls", ylabel="median µs")
     rows: list[tuple[str, ...]] = [("P10 Redis", "median µs", "x PING")]
     rows.append(("PING round trip (redis-py)", f"{ping * 1e6:.1f}", "1.00"))

@@ -67,8 +67,13 @@ def stores(tmp: Path) -> Iterator[list[tuple[str, Callable[[], Any] | None, str]
 
             bootstrap = kafka[0]
             out.append(("kafka", lambda: KafkaStore(bootstrap, f"bench-{uuid.uuid4().hex}", partitions=1), ""))
-            out.append(("kafka (flink-agents format)", lambda: KafkaStore(
-                bootstrap, f"bench-{uuid.uuid4().hex}", partitions=1, format="flink-agents"), ""))
+            out.append(
+                (
+                    "kafka (flink-agents format)",
+                    lambda: KafkaStore(bootstrap, f"bench-{uuid.uuid4().hex}", partitions=1, format="flink-agents"),
+                    "",
+                )
+            )
         yield out
     finally:
         for server in (redis, kafka):
@@ -103,8 +108,9 @@ def costs(factory: Callable[[], Any], others: int) -> dict[str, float]:
 
 
 def main() -> list[tuple[str, ...]]:
-    rows: list[tuple[str, ...]] = [("P11 store op, other keys", "op", *(f"µs @{n:,}".replace(",", " ")
-                                                                      for n in OTHER_KEYS), "ratio")]
+    rows: list[tuple[str, ...]] = [
+        ("P11 store op, other keys", "op", *(f"µs @{n:,}".replace(",", " ") for n in OTHER_KEYS), "ratio")
+    ]
     with tempfile.TemporaryDirectory() as d, stores(Path(d)) as all_stores:
         for name, factory, note in all_stores:
             if factory is None:
@@ -114,8 +120,14 @@ def main() -> list[tuple[str, ...]]:
             for op in ("get", "miss", "prune"):
                 lo, hi = figures[0][op], figures[-1][op]
                 for n, f in zip(OTHER_KEYS, figures, strict=True):
-                    point("P11 store operations by other keys", f"{name} {op}", n, f[op] * 1e6,
-                          xlabel="other business keys in the store", ylabel="µs (median)")
+                    point(
+                        "P11 store operations by other keys",
+                        f"{name} {op}",
+                        n,
+                        f[op] * 1e6,
+                        xlabel="other business keys in the store",
+                        ylabel="µs (median)",
+                    )
                 rows.append((name, op, f"{lo * 1e6:.1f}", f"{hi * 1e6:.1f}", f"{hi / lo:.2f}"))
     print(table(rows))
     return rows

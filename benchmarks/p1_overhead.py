@@ -174,8 +174,9 @@ print(json.dumps(best / n))
 
 def dbos_step(tmp: Path, mode: str, n: int) -> float | None:
     """Seconds per DBOS step in a workflow, in a child process (None when dbos is not installed)."""
-    proc = subprocess.run([sys.executable, "-c", _DBOS_CHILD, mode, str(tmp), str(n)], capture_output=True,
-                          text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", _DBOS_CHILD, mode, str(tmp), str(n)], capture_output=True, text=True, timeout=600
+    )
     if proc.returncode != 0:
         if "No module named 'dbos'" in proc.stderr:
             return None
@@ -193,29 +194,58 @@ def main() -> list[tuple[str, ...]]:
         full = {k: sqlite_after(tmp, k, "FULL") for k in FULL_KS}
         dbos = {mode: dbos_step(tmp, mode, N // 4) for mode in ("default", "WAL+FULL", "WAL+NORMAL")}
 
-    rows: list[tuple[str, ...]] = [("P1 per-call cost", "µs/call", "x plain", "x same-setting DBOS step",
-                                    "B written/call", "record B/call")]
+    rows: list[tuple[str, ...]] = [
+        ("P1 per-call cost", "µs/call", "x plain", "x same-setting DBOS step", "B written/call", "record B/call")
+    ]
     rows.append(("plain function call", f"{plain_t * 1e6:.2f}", "1", "", "", ""))
     rows.append(("durable_execute, memory store", f"{mem_t * 1e6:.2f}", f"{mem_t / plain_t:.0f}", "", "", ""))
     for label, figures, mode in (("NORMAL", normal, "WAL+NORMAL"), ("FULL", full, "WAL+FULL")):
         base = dbos[mode]
         for k, (t, io, logical) in figures.items():
             vs = f"{t / base:.3f} ({base / t:.1f}x faster)" if base else "n/a (dbos not installed)"
-            rows.append((f"SQLite synchronous={label}, after K={k:,} calls".replace(",", " "),
-                         f"{t * 1e6:.1f}", f"{t / plain_t:.0f}", vs, f"{io:.0f}", f"{logical:.0f}"))
+            rows.append(
+                (
+                    f"SQLite synchronous={label}, after K={k:,} calls".replace(",", " "),
+                    f"{t * 1e6:.1f}",
+                    f"{t / plain_t:.0f}",
+                    vs,
+                    f"{io:.0f}",
+                    f"{logical:.0f}",
+                )
+            )
     for label, figures in (("ours, synchronous=NORMAL", normal), ("ours, synchronous=FULL", full)):
         for k, (t, _, _) in figures.items():
             point("P1 SQLite call cost by earlier calls", label, k, t * 1e6, xlabel="earlier calls K", ylabel="µs/call")
     for mode, t in dbos.items():
         if t:
             for k in KS:
-                point("P1 SQLite call cost by earlier calls", f"DBOS step, {mode} (one K)", k, t * 1e6,
-                      xlabel="earlier calls K", ylabel="µs/call")
-    point("P1 SQLite call cost by earlier calls", "one fdatasync", KS[0], sync_t * 1e6, xlabel="earlier calls K",
-          ylabel="µs/call")
+                point(
+                    "P1 SQLite call cost by earlier calls",
+                    f"DBOS step, {mode} (one K)",
+                    k,
+                    t * 1e6,
+                    xlabel="earlier calls K",
+                    ylabel="µs/call",
+                )
+    point(
+        "P1 SQLite call cost by earlier calls",
+        "one fdatasync",
+        KS[0],
+        sync_t * 1e6,
+        xlabel="earlier calls K",
+        ylabel="µs/call",
+    )
     k_lo, k_hi = KS[0], KS[-1]
-    rows.append((f"NORMAL: K={k_hi:,} / K={k_lo}".replace(",", " "), f"{normal[k_hi][0] / normal[k_lo][0]:.2f}x",
-                 "", "", "", ""))
+    rows.append(
+        (
+            f"NORMAL: K={k_hi:,} / K={k_lo}".replace(",", " "),
+            f"{normal[k_hi][0] / normal[k_lo][0]:.2f}x",
+            "",
+            "",
+            "",
+            "",
+        )
+    )
     rows.append(("one fdatasync (FULL floor)", f"{sync_t * 1e6:.1f}", "", "", "", ""))
     rows.append(("FULL minus one fdatasync", f"{(full[k_lo][0] - sync_t) * 1e6:.1f}", "", "", "", ""))
     for mode, t in dbos.items():

@@ -45,8 +45,10 @@ def per_call_replay(store: Any, k: int) -> float:
 def main() -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = [("P2 replay", "K", "µs/call", "x K=10")]
     with tempfile.TemporaryDirectory() as d:
-        for name, make in (("memory", lambda k: InMemoryStore()),
-                           ("sqlite", lambda k: SqliteStore(Path(d) / f"r{k}.db", synchronous="OFF"))):
+        for name, make in (
+            ("memory", lambda k: InMemoryStore()),
+            ("sqlite", lambda k: SqliteStore(Path(d) / f"r{k}.db", synchronous="OFF")),
+        ):
             base = None
             for k in (10, 1000, 10000):
                 t = per_call_replay(make(k), k)

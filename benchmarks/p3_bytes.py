@@ -90,11 +90,14 @@ def main() -> list[tuple[str, ...]]:
     fa_rewrite = fa.fa_bytes
     rows: list[tuple[str, ...]] = [
         ("P3: one action, K=1000 durable calls", "bytes persisted", "bytes per call", "rewrite / this"),
-        ("native: one delta record per call", f"{native_delta:,}", f"{native_delta / K:,.0f}",
-         f"{native_rewrite / native_delta:,.0f}x"),
+        (
+            "native: one delta record per call",
+            f"{native_delta:,}",
+            f"{native_delta / K:,.0f}",
+            f"{native_rewrite / native_delta:,.0f}x",
+        ),
         ("native: whole state rewritten per call", f"{native_rewrite:,}", f"{native_rewrite / K:,.0f}", "1x"),
-        ("flink-agents: whole state per call (as Flink Agents)", f"{fa_rewrite:,}", f"{fa_rewrite / K:,.0f}",
-         "1x"),
+        ("flink-agents: whole state per call (as Flink Agents)", f"{fa_rewrite:,}", f"{fa_rewrite / K:,.0f}", "1x"),
         ("flink-agents vs native deltas", "", "", f"{fa_rewrite / native_delta:,.0f}x"),
     ]
     print(table(rows))

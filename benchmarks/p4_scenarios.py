@@ -57,12 +57,21 @@ def main() -> None:
         plains.append(best_of(crash_free, 1))
     n = len(points)
     sweep, plain = min(sweeps), min(plains)
-    rows = [("what", "runs", "per second (best)", "per second (median)", "vs crash-free run (best)"),
-            ("crash + recover + check", str(n), f"{n / sweep:.0f}", f"{n / statistics.median(sweeps):.0f}",
-             f"{sweep / plain:.2f}x the time"),
-            ("crash-free run", str(n), f"{n / plain:.0f}", f"{n / statistics.median(plains):.0f}", "1.00x")]
-    print(f"{CALLS}-call agent, memory store, one scenario per fault point ({n} points), {ROUNDS} rounds; "
-          "target >= 1000 scenarios/s")
+    rows = [
+        ("what", "runs", "per second (best)", "per second (median)", "vs crash-free run (best)"),
+        (
+            "crash + recover + check",
+            str(n),
+            f"{n / sweep:.0f}",
+            f"{n / statistics.median(sweeps):.0f}",
+            f"{sweep / plain:.2f}x the time",
+        ),
+        ("crash-free run", str(n), f"{n / plain:.0f}", f"{n / statistics.median(plains):.0f}", "1.00x"),
+    ]
+    print(
+        f"{CALLS}-call agent, memory store, one scenario per fault point ({n} points), {ROUNDS} rounds; "
+        "target >= 1000 scenarios/s"
+    )
     print(table(rows))
 
 

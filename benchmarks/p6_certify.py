@@ -39,8 +39,13 @@ def certify(workers: int | None, forced: bool = False) -> tuple[float, int]:
         if workers:
             cmd += ["-n", str(workers)]
         start = time.perf_counter()
-        subprocess.run(cmd, check=True, capture_output=True, cwd=tmp,
-                       env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), tmp])})
+        subprocess.run(
+            cmd,
+            check=True,
+            capture_output=True,
+            cwd=tmp,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), tmp])},
+        )
         elapsed = time.perf_counter() - start
         doc = json.loads(report.read_text())
         assert doc["level"] == "FULL", doc["level"]
@@ -56,8 +61,19 @@ def mutation_score(workers: int = 2) -> tuple[int, int, float]:
     with tempfile.TemporaryDirectory(prefix="p6-") as tmp:
         junit = Path(tmp) / "mutants.xml"
         parallel = ["-n", str(workers)] if workers > 1 else []
-        cmd = [sys.executable, "-m", "pytest", str(ROOT / "tests" / "conformance" / "test_mutants.py"), "-q",
-               *parallel, "-p", "no:randomly", "-k", "killed_by_a_check", f"--junitxml={junit}"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(ROOT / "tests" / "conformance" / "test_mutants.py"),
+            "-q",
+            *parallel,
+            "-p",
+            "no:randomly",
+            "-k",
+            "killed_by_a_check",
+            f"--junitxml={junit}",
+        ]
         start = time.perf_counter()
         subprocess.run(cmd, capture_output=True, cwd=ROOT)
         elapsed = time.perf_counter() - start
@@ -79,20 +95,28 @@ def main() -> None:
         t, _ = certify(2, forced=True)
         forced.append(t)
     best_one, best_two, best_forced = min(one), min(two), min(forced)
-    rows = [("mode", "best wall (s)", "all runs (s)"),
-            ("durable certify", f"{best_one:.2f}", " ".join(f"{t:.2f}" for t in one)),
-            ("durable certify -n 2 (runs in-process, CONF-7)", f"{best_two:.2f}", " ".join(f"{t:.2f}" for t in two)),
-            ("the same checks forced onto 2 workers", f"{best_forced:.2f}", " ".join(f"{t:.2f}" for t in forced))]
+    rows = [
+        ("mode", "best wall (s)", "all runs (s)"),
+        ("durable certify", f"{best_one:.2f}", " ".join(f"{t:.2f}" for t in one)),
+        ("durable certify -n 2 (runs in-process, CONF-7)", f"{best_two:.2f}", " ".join(f"{t:.2f}" for t in two)),
+        ("the same checks forced onto 2 workers", f"{best_forced:.2f}", " ".join(f"{t:.2f}" for t in forced)),
+    ]
     print(f"SQLite store in a temporary directory, {checks} checks, best of {REPEATS}, {os.cpu_count()} CPUs")
     print(table(rows))
-    print(f"-n 2 against one process: {best_one / best_two:.2f}x (target: never below 1); forced onto workers "
-          f"{best_one / best_forced:.2f}x (worker start-up outweighs a suite this short)")
+    print(
+        f"-n 2 against one process: {best_one / best_two:.2f}x (target: never below 1); forced onto workers "
+        f"{best_one / best_forced:.2f}x (worker start-up outweighs a suite this short)"
+    )
     killed, mutants, wall2 = mutation_score(2)
     _, _, wall1 = mutation_score(1)
-    print(f"mutation score: {killed}/{mutants} mutants killed by a check citing their clause "
-          f"({100 * killed / max(mutants, 1):.0f} %)")
-    print(f"the kit's own mutation suite: {wall1:.1f} s in one process, {wall2:.1f} s on 2 workers: "
-          f"{wall1 / wall2:.2f}x (target >= 1.6x for a suite past 20 s)")
+    print(
+        f"mutation score: {killed}/{mutants} mutants killed by a check citing their clause "
+        f"({100 * killed / max(mutants, 1):.0f} %)"
+    )
+    print(
+        f"the kit's own mutation suite: {wall1:.1f} s in one process, {wall2:.1f} s on 2 workers: "
+        f"{wall1 / wall2:.2f}x (target >= 1.6x for a suite past 20 s)"
+    )
 
 
 if __name__ == "__main__":

@@ -59,8 +59,14 @@ def main() -> list[tuple[str, ...]]:
     figures = measure()
     rows: list[tuple[str, ...]] = [("P7 runs/s by keys held", "keys", "runs/s", "x 100 keys (time)")]
     for (label, keys), rate in figures.items():
-        rows.append((label, f"{keys:,}".replace(",", " "), f"{rate:,.0f}".replace(",", " "),
-                     f"{figures[(label, KEYS[0])] / rate:.2f}"))
+        rows.append(
+            (
+                label,
+                f"{keys:,}".replace(",", " "),
+                f"{rate:,.0f}".replace(",", " "),
+                f"{figures[(label, KEYS[0])] / rate:.2f}",
+            )
+        )
     print(table(rows))
     return rows
 

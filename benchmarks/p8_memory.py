@@ -79,10 +79,12 @@ def failover_cost(fields: int) -> float:
 
 def main() -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = [("P8 with N memory fields", "N", "µs", "x 10 fields")]
-    for name, fn in (("set one new field", set_cost),
-                     ("run completing one action", lambda n: run_cost(n, False)),
-                     ("run + checkpoint", lambda n: run_cost(n, True)),
-                     ("crash, failover and recovery", failover_cost)):
+    for name, fn in (
+        ("set one new field", set_cost),
+        ("run completing one action", lambda n: run_cost(n, False)),
+        ("run + checkpoint", lambda n: run_cost(n, True)),
+        ("crash, failover and recovery", failover_cost),
+    ):
         base = None
         for n in FIELDS:
             t = fn(n)

@@ -57,10 +57,25 @@ def main() -> list[tuple[str, ...]]:
         t, points = sweep_cost(n)
         fl = floor(n)
         point("P9 full sweep by agent calls", "sweep (s)", n, t, xlabel="durable calls", ylabel="s", logx=False)
-        point("P9 full sweep by agent calls", "floor: points x (crash-free + replay run) (s)", n, fl * points,
-              xlabel="durable calls", ylabel="s", logx=False)
-        rows.append(("sweep, memory store", str(n), str(points), f"{t:.2f}", f"{t / points / n * 1e6:.2f}",
-                     f"{fl / n * 1e6:.2f}"))
+        point(
+            "P9 full sweep by agent calls",
+            "floor: points x (crash-free + replay run) (s)",
+            n,
+            fl * points,
+            xlabel="durable calls",
+            ylabel="s",
+            logx=False,
+        )
+        rows.append(
+            (
+                "sweep, memory store",
+                str(n),
+                str(points),
+                f"{t:.2f}",
+                f"{t / points / n * 1e6:.2f}",
+                f"{fl / n * 1e6:.2f}",
+            )
+        )
     print(table(rows))
     return rows
 

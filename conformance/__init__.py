@@ -33,8 +33,7 @@ from typing import TYPE_CHECKING, Any
 from reference_runtime._version import __version__ as SUITE_VERSION  # one version for the distribution
 
 #: Modules whose ``assert`` statements are checks: rewritten by pytest when imported inside a session.
-CHECK_MODULES = ("conformance.store_suite", "conformance.runner_suite", "conformance.model",
-                 "conformance.crash")
+CHECK_MODULES = ("conformance.store_suite", "conformance.runner_suite", "conformance.model", "conformance.crash")
 
 _EXPORTS = {
     "CAPABILITIES": "factory",

@@ -91,6 +91,7 @@ def reset() -> None:
 
 # -- durable functions ------------------------------------------------------------------------------------
 
+
 def step(i: int) -> int:
     """A side effect with a result: ``10 * i``."""
     LEDGER.effect()
@@ -149,6 +150,7 @@ def wait_for_flag(i: int) -> bool:
 
 
 # -- agents -----------------------------------------------------------------------------------------------
+
 
 class Steps(Agent):
     """Three synchronous durable calls, keyed memory and one output per input."""

@@ -82,14 +82,16 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="durable certify", description=(__doc__ or "").splitlines()[0])
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--store", metavar="URL", help="store URL (memory:, sqlite:FILE, redis://…, kafka://…)")
-    which.add_argument("--backend", metavar="MODULE:FACTORY",
-                       help="callable returning a StoreFactory or a RunnerFactory")
+    which.add_argument(
+        "--backend", metavar="MODULE:FACTORY", help="callable returning a StoreFactory or a RunnerFactory"
+    )
     parser.add_argument("--report", metavar="FILE", help="write the JSON report (and a .md twin) here")
     parser.add_argument("-n", dest="workers", metavar="N", help="run checks on N pytest-xdist workers")
     parser.add_argument("--seed", metavar="N", type=int, help="seed of the randomized checks (default: random)")
     parser.add_argument("--known-failures", metavar="FILE", help="run the checks listed in FILE as strict xfail")
-    parser.add_argument("--write-known-failures", metavar="FILE",
-                        help="write a known-failures file listing this run's failures")
+    parser.add_argument(
+        "--write-known-failures", metavar="FILE", help="write a known-failures file listing this run's failures"
+    )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="one line per check (passed to pytest)")
     parser.add_argument("-q", "--quiet", action="count", default=0, help="less output (passed to pytest)")
     return parser
@@ -105,15 +107,18 @@ def _check_backend(spec: str) -> None:
 
     target = load(spec, "--backend")
     if not callable(target):
-        raise CommandError(f"--backend {spec!r}: not callable; name a function or class returning a "
-                           "StoreFactory or a RunnerFactory")
+        raise CommandError(
+            f"--backend {spec!r}: not callable; name a function or class returning a StoreFactory or a RunnerFactory"
+        )
     try:
         made = target()
     except Exception as exc:  # the backend's own code failed
         raise CommandError(f"--backend {spec!r}: calling it raised {type(exc).__name__}: {exc}") from None
     if not isinstance(made, StoreFactory | RunnerFactory):
-        raise CommandError(f"--backend {spec!r}: returned {type(made).__name__}; expected a "
-                           "conformance.StoreFactory or conformance.RunnerFactory")
+        raise CommandError(
+            f"--backend {spec!r}: returned {type(made).__name__}; expected a "
+            "conformance.StoreFactory or conformance.RunnerFactory"
+        )
     if isinstance(made, StoreFactory):
         made.cleanup()
 
@@ -129,8 +134,10 @@ def _workers(requested: str | None, backend: str | None, url: str | None) -> str
     if not requested or requested in ("0", "1"):
         return None
     if backend is None and (url is None or url.startswith(IN_PROCESS_SCHEMES)):
-        print(f"note: -n {requested} ignored: the in-process store's suite takes a few seconds, less than "
-              "starting workers costs; it runs in this process (remote stores and --backend use the workers)")
+        print(
+            f"note: -n {requested} ignored: the in-process store's suite takes a few seconds, less than "
+            "starting workers costs; it runs in this process (remote stores and --backend use the workers)"
+        )
         return None
     return requested
 
@@ -168,14 +175,27 @@ def _certify(argv: list[str] | None) -> int:
         suite.write_text(SUITE.format(backend=args.backend or "", url=url or "", cwd=str(Path.cwd())))
         report = str(Path(args.report).resolve()) if args.report else str(Path(tmp) / "report.json")
         verbosity = ["-v"] * args.verbose if args.verbose else ["-q"] * max(1, args.quiet)
-        pytest_args = [str(suite), "-p", "conformance.plugin", "--durable-conformance-report", report,
-                       *verbosity, "-p", "no:cacheprovider", "--rootdir", tmp, "--import-mode=importlib",
-                       # Benchmarks never run here; the plugin would only warn above the level table under -n.
-                       "-p", "no:benchmark",
-                       # This process imported this distribution's packages before pytest started (the CLI
-                       # lives in them); pytest >= 9.2 warns that it cannot rewrite them. The kit's own check
-                       # modules are imported later, rewritten (CONF-5).
-                       "-W", "ignore:Module already imported so cannot be rewritten:pytest.PytestAssertRewriteWarning"]
+        pytest_args = [
+            str(suite),
+            "-p",
+            "conformance.plugin",
+            "--durable-conformance-report",
+            report,
+            *verbosity,
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            tmp,
+            "--import-mode=importlib",
+            # Benchmarks never run here; the plugin would only warn above the level table under -n.
+            "-p",
+            "no:benchmark",
+            # This process imported this distribution's packages before pytest started (the CLI
+            # lives in them); pytest >= 9.2 warns that it cannot rewrite them. The kit's own check
+            # modules are imported later, rewritten (CONF-5).
+            "-W",
+            "ignore:Module already imported so cannot be rewritten:pytest.PytestAssertRewriteWarning",
+        ]
         workers = _workers(args.workers, args.backend, url)
         if workers:
             pytest_args += ["-n", workers]

@@ -54,8 +54,9 @@ def _child(factory: StoreFactory, store: ActionStateStore, marker: RecoveryMarke
         i += 1
 
 
-def _run_round(factory: StoreFactory, store: ActionStateStore, marker: RecoveryMarker, round_: int,
-               rng: random.Random) -> bytes:
+def _run_round(
+    factory: StoreFactory, store: ActionStateStore, marker: RecoveryMarker, round_: int, rng: random.Random
+) -> bytes:
     """Fork, let the child write, SIGKILL it; the writes it reported as returned."""
     read_fd, write_fd = os.pipe()
     with warnings.catch_warnings():
@@ -88,8 +89,10 @@ def _run_round(factory: StoreFactory, store: ActionStateStore, marker: RecoveryM
     while chunk := os.read(read_fd, 4096):
         seen += chunk
     os.close(read_fd)
-    assert len(seen) >= WARM_UP, (f"STORE-7: the store made {len(seen)} write(s) in a forked child within 20 s "
-                                  f"(expected at least {WARM_UP}); did its reopen fail there?")
+    assert len(seen) >= WARM_UP, (
+        f"STORE-7: the store made {len(seen)} write(s) in a forked child within 20 s "
+        f"(expected at least {WARM_UP}); did its reopen fail there?"
+    )
     return seen
 
 
@@ -98,8 +101,9 @@ class KillConformance:
 
     @clause("STORE-7")
     @capability("mid_write_kill")
-    def test_write_killed_midway_is_whole_or_absent(self, request: pytest.FixtureRequest,
-                                                    durable_store_factory: StoreFactory) -> None:
+    def test_write_killed_midway_is_whole_or_absent(
+        self, request: pytest.FixtureRequest, durable_store_factory: StoreFactory
+    ) -> None:
         """STORE-7: a process SIGKILLed at random moments while writing leaves every write whole or absent
         (a put's header, memory updates and call results together; a delta's records together), and every
         write that returned is there after a restart."""
@@ -129,6 +133,10 @@ class KillConformance:
                 if i < deltas:
                     same_state("STORE-7", f"{where}, delta returned", whole(key, 7), got)
                 elif typed(got) not in (typed(whole(key, 3)), typed(whole(key, 7))):
-                    same_state("STORE-7", f"{where}: expected the put whole (3 records) or with its delta (7)",
-                               whole(key, 3), got)
+                    same_state(
+                        "STORE-7",
+                        f"{where}: expected the put whole (3 records) or with its delta (7)",
+                        whole(key, 3),
+                        got,
+                    )
             store.close()

@@ -101,8 +101,7 @@ def factory_from_url(url: str, workdir: Path | None = None) -> StoreFactory:
             store.close()
             return SqliteStore(store.path, namespace=store.namespace)
 
-        return StoreFactory(new, reopen=reopen, capabilities=caps | {"mid_write_kill"}, name="sqlite:",
-                            cleanup=cleanup)
+        return StoreFactory(new, reopen=reopen, capabilities=caps | {"mid_write_kill"}, name="sqlite:", cleanup=cleanup)
 
     def fresh() -> ActionStateStore:
         made.append(open_store(url, isolated=True))

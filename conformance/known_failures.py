@@ -73,7 +73,8 @@ def parse(text: str, source: str = "<known failures>") -> list[KnownFailure]:
         entry = m["entry"]
         if "#" in entry.split("[", 1)[0]:
             raise KnownFailuresError(
-                f"{source}:{number}: put at least one space before the '#' that starts the reason: {raw!r}")
+                f"{source}:{number}: put at least one space before the '#' that starts the reason: {raw!r}"
+            )
         entries.append(KnownFailure(entry, (m["reason"] or "").strip(), source, number))
     return entries
 

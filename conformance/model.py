@@ -17,8 +17,11 @@ from .states import ref
 #: Keys that are prefixes of one another and non-ASCII; sequence numbers on both sides of 9.
 KEYS = st.sampled_from(["a", "ab", "é"])
 SEQS = st.sampled_from([0, 1, 2, 9, 10, 11])
-RESULT = st.builds(lambda f, ok: CallResult.succeeded(f, "d", b"r") if ok else CallResult.pending(f, "d"),
-                   st.sampled_from(["f", "g", "h"]), st.booleans())
+RESULT = st.builds(
+    lambda f, ok: CallResult.succeeded(f, "d", b"r") if ok else CallResult.pending(f, "d"),
+    st.sampled_from(["f", "g", "h"]),
+    st.booleans(),
+)
 
 
 def make_machine(factory: StoreFactory) -> type[RuleBasedStateMachine]:
@@ -47,7 +50,8 @@ def make_machine(factory: StoreFactory) -> type[RuleBasedStateMachine]:
             else:
                 assert got is not None, f"STORE-1: ({key!r}, {seq}) expected a state, got None"
                 assert got.call_results == expected, (
-                    f"STORE-5: call results of ({key!r}, {seq}): expected {expected}, got {got.call_results}")
+                    f"STORE-5: call results of ({key!r}, {seq}): expected {expected}, got {got.call_results}"
+                )
 
         @rule(key=KEYS, seq=SEQS, data=st.data())
         def put_call_results(self, key: str, seq: int, data: st.DataObject) -> None:
@@ -85,7 +89,8 @@ def make_machine(factory: StoreFactory) -> type[RuleBasedStateMachine]:
                 got = self.store.get(ref(key, seq))
                 assert got is not None, f"STORE-1: state ({key!r}, {seq}) is lost: expected a state, got None"
                 assert got.call_results == expected, (
-                    f"STORE-5: call results of ({key!r}, {seq}): expected {expected}, got {got.call_results}")
+                    f"STORE-5: call results of ({key!r}, {seq}): expected {expected}, got {got.call_results}"
+                )
 
         def teardown(self) -> None:
             self.store.close()
@@ -98,7 +103,13 @@ def make_machine(factory: StoreFactory) -> type[RuleBasedStateMachine]:
     # it can cost ten times the search, and the shrunk sequence already says what went wrong.
     parent = settings.default
     phases = [p for p in (parent.phases if parent is not None else tuple(Phase)) if p is not Phase.explain]
-    StoreVsModel.TestCase.settings = settings(parent, max_examples=30, stateful_step_count=15,
-                                              deadline=None, database=None, phases=phases,
-                                              suppress_health_check=[HealthCheck.too_slow])
+    StoreVsModel.TestCase.settings = settings(
+        parent,
+        max_examples=30,
+        stateful_step_count=15,
+        deadline=None,
+        database=None,
+        phases=phases,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
     return StoreVsModel

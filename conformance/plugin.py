@@ -40,17 +40,39 @@ class KnownFailureWarning(pytest.PytestWarning):
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("durable-conformance")
-    group.addoption("--durable-conformance-report", metavar="FILE", default=None,
-                    help="write the conformance report as JSON to FILE (a .md twin is written next to it)")
-    group.addoption("--durable-known-failures", metavar="FILE", default=None,
-                    help="run the checks listed in FILE as strict xfail (lines: '<node id or suffix>  # reason'); "
-                         "overrides the ini value durable_known_failures")
-    group.addoption("--durable-write-known-failures", metavar="FILE", default=None,
-                    help="write a fresh known-failures file listing every test that failed in this run")
-    group.addoption("--durable-conformance-seed", metavar="N", type=int, default=None,
-                    help="seed of the kit's randomized checks (default: a fresh random seed, printed)")
-    group.addoption("--durable-clause", metavar="ID", action="append", default=None,
-                    help="run only the checks citing one of these clause ids (repeatable, or comma-separated)")
+    group.addoption(
+        "--durable-conformance-report",
+        metavar="FILE",
+        default=None,
+        help="write the conformance report as JSON to FILE (a .md twin is written next to it)",
+    )
+    group.addoption(
+        "--durable-known-failures",
+        metavar="FILE",
+        default=None,
+        help="run the checks listed in FILE as strict xfail (lines: '<node id or suffix>  # reason'); "
+        "overrides the ini value durable_known_failures",
+    )
+    group.addoption(
+        "--durable-write-known-failures",
+        metavar="FILE",
+        default=None,
+        help="write a fresh known-failures file listing every test that failed in this run",
+    )
+    group.addoption(
+        "--durable-conformance-seed",
+        metavar="N",
+        type=int,
+        default=None,
+        help="seed of the kit's randomized checks (default: a fresh random seed, printed)",
+    )
+    group.addoption(
+        "--durable-clause",
+        metavar="ID",
+        action="append",
+        default=None,
+        help="run only the checks citing one of these clause ids (repeatable, or comma-separated)",
+    )
     parser.addini("durable_known_failures", "known-failures file (relative to the ini file)", default="")
 
 
@@ -69,17 +91,21 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture
 def durable_store_factory() -> Any:
     """Fallback: a store suite needs the backend's ``durable_store_factory`` fixture."""
-    raise pytest.UsageError("define a fixture `durable_store_factory` returning a conformance.StoreFactory: a "
-                            "session-scoped fixture in your test module or conftest.py, or a function-scoped "
-                            "one in your StoreConformance subclass (docs/conformance/howto.md)")
+    raise pytest.UsageError(
+        "define a fixture `durable_store_factory` returning a conformance.StoreFactory: a "
+        "session-scoped fixture in your test module or conftest.py, or a function-scoped "
+        "one in your StoreConformance subclass (docs/conformance/howto.md)"
+    )
 
 
 @pytest.fixture
 def durable_runner_factory() -> Any:
     """Fallback: a runner suite needs the backend's ``durable_runner_factory`` fixture."""
-    raise pytest.UsageError("define a fixture `durable_runner_factory` returning a conformance.RunnerFactory: a "
-                            "session-scoped fixture in your test module or conftest.py, or a function-scoped "
-                            "one in your RunnerConformance subclass (docs/conformance/howto.md)")
+    raise pytest.UsageError(
+        "define a fixture `durable_runner_factory` returning a conformance.RunnerFactory: a "
+        "session-scoped fixture in your test module or conftest.py, or a function-scoped "
+        "one in your RunnerConformance subclass (docs/conformance/howto.md)"
+    )
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
@@ -105,8 +131,12 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
         first = text.split("\n", 1)[0]
         missing = [cid for cid in clauses if cid not in first]
         if missing:
-            exc.args = (f"{', '.join(clauses)} violated: {text}" if len(missing) == len(clauses)
-                        else f"[{', '.join(clauses)}] {text}", *exc.args[1:])
+            exc.args = (
+                f"{', '.join(clauses)} violated: {text}"
+                if len(missing) == len(clauses)
+                else f"[{', '.join(clauses)}] {text}",
+                *exc.args[1:],
+            )
         raise
     except pytest.fail.Exception as exc:
         msg = exc.msg or ""
@@ -116,8 +146,7 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     except Exception as exc:
         if not clauses or capability_of(item) is None:
             raise
-        raise AssertionError(f"{', '.join(clauses)} violated: the backend raised {type(exc).__name__}: {exc}"
-                             ) from exc
+        raise AssertionError(f"{', '.join(clauses)} violated: the backend raised {type(exc).__name__}: {exc}") from exc
 
 
 def _recorder(config: pytest.Config) -> _Recorder | None:
@@ -183,8 +212,10 @@ class _Recorder:
         self._warned = True
         for entry in kf.unmatched(self.known, nodeids):
             self.config.issue_config_time_warning(
-                KnownFailureWarning(f"known-failures entry {entry.entry!r} ({entry.where()}) matches no "
-                                    f"collected test; remove it or fix its id"),
+                KnownFailureWarning(
+                    f"known-failures entry {entry.entry!r} ({entry.where()}) matches no "
+                    f"collected test; remove it or fix its id"
+                ),
                 stacklevel=2,
             )
 
@@ -204,16 +235,20 @@ class _Recorder:
                 outcome = "xfailed"
             elif _is_xpass_strict(report):
                 outcome = "xpassed"
-            self.results.append({
-                "nodeid": report.nodeid,
-                "outcome": outcome,
-                "capability": props["capability"],
-                "clauses": sorted({v for k, v in report.user_properties if k == "clause"}),
-                "backend": props.get("backend"),
-                "declared_capabilities": sorted(filter(None, str(props.get("declared_capabilities", "")).split(","))),
-                "known_failure": props.get("known_failure"),
-                "reason": _reason(report),
-            })
+            self.results.append(
+                {
+                    "nodeid": report.nodeid,
+                    "outcome": outcome,
+                    "capability": props["capability"],
+                    "clauses": sorted({v for k, v in report.user_properties if k == "clause"}),
+                    "backend": props.get("backend"),
+                    "declared_capabilities": sorted(
+                        filter(None, str(props.get("declared_capabilities", "")).split(","))
+                    ),
+                    "known_failure": props.get("known_failure"),
+                    "reason": _reason(report),
+                }
+            )
 
     def finish(self) -> None:
         results = sorted(self.results, key=lambda r: r["nodeid"])
@@ -222,25 +257,43 @@ class _Recorder:
             mine = [r for r in results if (r["backend"] or "unknown backend") == backend]
             overall, caps = levels(mine)
             declared = sorted({c for r in mine for c in r["declared_capabilities"]})
-            self.reports.append({
-                "schema": REPORT_SCHEMA, "suite_version": SUITE_VERSION, "seed": self.seed, "backend": backend,
-                "declared_capabilities": declared, "level": overall, "capabilities": caps,
-                "checks": [{k: v for k, v in r.items() if k != "declared_capabilities"} for r in mine],
-            })
+            self.reports.append(
+                {
+                    "schema": REPORT_SCHEMA,
+                    "suite_version": SUITE_VERSION,
+                    "seed": self.seed,
+                    "backend": backend,
+                    "declared_capabilities": declared,
+                    "level": overall,
+                    "capabilities": caps,
+                    "checks": [{k: v for k, v in r.items() if k != "declared_capabilities"} for r in mine],
+                }
+            )
         path = self.config.getoption("--durable-conformance-report", None)
         if path and self.reports:
             target = self.config.invocation_params.dir / path
-            doc = self.reports[0] if len(self.reports) == 1 else {
-                "schema": REPORT_SCHEMA, "suite_version": SUITE_VERSION, "seed": self.seed, "backends": self.reports}
+            doc = (
+                self.reports[0]
+                if len(self.reports) == 1
+                else {
+                    "schema": REPORT_SCHEMA,
+                    "suite_version": SUITE_VERSION,
+                    "seed": self.seed,
+                    "backends": self.reports,
+                }
+            )
             target.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
             target.with_suffix(".md").write_text("\n".join(markdown(r) for r in self.reports))
         write = self.config.getoption("--durable-write-known-failures", None)
         if write:
             target = self.config.invocation_params.dir / write
-            target.write_text(kf.render(
-                self.failures.items(),
-                header=f"Known failures written by durable conformance {SUITE_VERSION} (seed {self.seed}).\n"
-                       "Format: <node id or suffix>  # reason. Listed tests run as strict xfail."))
+            target.write_text(
+                kf.render(
+                    self.failures.items(),
+                    header=f"Known failures written by durable conformance {SUITE_VERSION} (seed {self.seed}).\n"
+                    "Format: <node id or suffix>  # reason. Listed tests run as strict xfail.",
+                )
+            )
             self.notes.append(f"wrote {len(self.failures)} known failure(s) to {target}")
 
 
@@ -347,8 +400,11 @@ def levels(results: list[dict[str, Any]]) -> tuple[str, dict[str, dict[str, Any]
     # A capability the backend does not claim, none of whose checks ran, is listed (NONE) but does not
     # lower the overall level: a backend is FULL for what it declares.
     declared = {c for r in results for c in r.get("declared_capabilities", ())}
-    others = [v["level"] for k, v in out.items()
-              if k not in baseline and (k in declared or v["passed"] + v["failed"] + v["xfailed"] > 0)]
+    others = [
+        v["level"]
+        for k, v in out.items()
+        if k not in baseline and (k in declared or v["passed"] + v["failed"] + v["xfailed"] > 0)
+    ]
     any_bad = any(v["failed"] + v["xfailed"] for v in out.values())
     if all(lv == "FULL" for lv in base_levels) and all(lv == "FULL" for lv in others):
         overall = "FULL"
@@ -362,7 +418,10 @@ def levels(results: list[dict[str, Any]]) -> tuple[str, dict[str, dict[str, Any]
 
 
 _LEVEL_COLOUR: dict[str, dict[str, bool]] = {
-    "FULL": {"green": True}, "BASE": {"cyan": True}, "PARTIAL": {"yellow": True}, "NONE": {"red": True},
+    "FULL": {"green": True},
+    "BASE": {"cyan": True},
+    "PARTIAL": {"yellow": True},
+    "NONE": {"red": True},
 }
 
 
@@ -374,28 +433,38 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     tr.section("durable conformance")
     for report in rec.reports:
         declared = ", ".join(report["declared_capabilities"]) or "-"
-        tr.write(f"backend: {report['backend']}   capabilities: {declared}   suite: {SUITE_VERSION}   "
-                 f"seed: {report['seed']}   overall level: ")
+        tr.write(
+            f"backend: {report['backend']}   capabilities: {declared}   suite: {SUITE_VERSION}   "
+            f"seed: {report['seed']}   overall level: "
+        )
         # write, not write_line: write_line may start a new line first, splitting this one.
         tr.write(report["level"], bold=True, **_LEVEL_COLOUR.get(report["level"], {}))
         tr.write("\n")
-        tr.write_line(f"  {'capability':<20}{'level':<9}{'passed':>7}{'failed':>7}{'known':>7}{'skipped':>8}"
-                      "  failed clauses")
+        tr.write_line(
+            f"  {'capability':<20}{'level':<9}{'passed':>7}{'failed':>7}{'known':>7}{'skipped':>8}  failed clauses"
+        )
         for cap, c in report["capabilities"].items():
             # Only the level is coloured; pytest's writer drops colour off a terminal and under NO_COLOR.
             tr.write(f"  {cap:<20}")
             tr.write(f"{c['level']:<9}", **_LEVEL_COLOUR.get(c["level"], {}))
-            tr.write(f"{c['passed']:>7}{c['failed']:>7}{c['xfailed']:>7}{c['skipped']:>8}  "
-                     f"{', '.join(c['failed_clauses'])}".rstrip() + "\n")
+            tr.write(
+                f"{c['passed']:>7}{c['failed']:>7}{c['xfailed']:>7}{c['skipped']:>8}  "
+                f"{', '.join(c['failed_clauses'])}".rstrip()
+                + "\n"
+            )
     for note in rec.notes:
         tr.write_line(note)
 
 
 def markdown(report: dict[str, Any]) -> str:
     """A Markdown summary of one backend's report, for a README badge section."""
-    lines = [f"**durable conformance {report['suite_version']}** — `{report['backend']}`: "
-             f"**{report['level']}** (seed {report['seed']})", "",
-             "| capability | level | passed | failed | known failures | skipped |", "|---|---|---|---|---|---|"]
+    lines = [
+        f"**durable conformance {report['suite_version']}** — `{report['backend']}`: "
+        f"**{report['level']}** (seed {report['seed']})",
+        "",
+        "| capability | level | passed | failed | known failures | skipped |",
+        "|---|---|---|---|---|---|",
+    ]
     for cap, c in report["capabilities"].items():
         lines.append(f"| {cap} | {c['level']} | {c['passed']} | {c['failed']} | {c['xfailed']} | {c['skipped']} |")
     return "\n".join(lines) + "\n"

@@ -78,8 +78,9 @@ class RunnerFactory:
         self._detected: frozenset[str] | None = None
 
     @classmethod
-    def reference(cls, new_store: Callable[[], ActionStateStore] | None = None, *,
-                  name: str = "reference-runner") -> RunnerFactory:
+    def reference(
+        cls, new_store: Callable[[], ActionStateStore] | None = None, *, name: str = "reference-runner"
+    ) -> RunnerFactory:
         """The reference runtime's :class:`~reference_runtime.Runner`, with every runner capability."""
         return cls(reference_run, new_store=new_store, capabilities=set(RUNNER_CAPABILITIES), name=name)
 
@@ -100,8 +101,14 @@ class RunnerFactory:
         mismatch: MismatchMode = "lenient",
         config: Mapping[str, Any] | None = None,
     ) -> RunResult:
-        return self._run(agent, list(inputs), store=store, injector=injector or FaultInjector(),
-                         mismatch=mismatch, config=dict(config or {}))
+        return self._run(
+            agent,
+            list(inputs),
+            store=store,
+            injector=injector or FaultInjector(),
+            mismatch=mismatch,
+            config=dict(config or {}),
+        )
 
     def detected(self) -> frozenset[str]:
         """Capabilities the kit observes: each capability's probe agent, run crash-free, gives the

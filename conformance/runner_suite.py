@@ -66,9 +66,18 @@ class ObservedStore(ForwardingStore):
     effect started)."""
 
     def _note(self, method: str, ref: StateRef, index: int | None, results: Sequence[CallResult] = ()) -> None:
-        LEDGER.note("write", Write(method, ref.key, ref.seq, ref.action.name, index,
-                                   tuple(r.effective_status.value for r in results),
-                                   tuple(r.args_digest for r in results)))
+        LEDGER.note(
+            "write",
+            Write(
+                method,
+                ref.key,
+                ref.seq,
+                ref.action.name,
+                index,
+                tuple(r.effective_status.value for r in results),
+                tuple(r.args_digest for r in results),
+            ),
+        )
 
     def put(self, ref: StateRef, state: ActionState) -> None:
         super().put(ref, state)
@@ -119,8 +128,11 @@ class Run:
 
     def attempt(self, n: int, action: str | None = None) -> list[tuple[int, str]]:
         """(call index, source) of the journal entries of failover attempt ``n``."""
-        return [(e.call_id.call_index, e.source) for e in self.result.journal
-                if e.attempt == n and (action is None or e.call_id.action == action)]
+        return [
+            (e.call_id.call_index, e.source)
+            for e in self.result.journal
+            if e.attempt == n and (action is None or e.call_id.action == action)
+        ]
 
 
 def writes_after_first_crash(log: Sequence[tuple[str, Any]]) -> list[Write]:
@@ -136,8 +148,9 @@ class _RunnerChecks:
     """Every runner check. Not collected itself (no ``Test`` prefix); a subclass named ``Test…`` is."""
 
     @pytest.fixture(autouse=True)
-    def _backend_property(self, request: pytest.FixtureRequest,
-                          durable_runner_factory: RunnerFactory) -> Iterator[None]:
+    def _backend_property(
+        self, request: pytest.FixtureRequest, durable_runner_factory: RunnerFactory
+    ) -> Iterator[None]:
         request.node.user_properties.append(("backend", durable_runner_factory.name))
         declared = ",".join(sorted(durable_runner_factory.capabilities))
         request.node.user_properties.append(("declared_capabilities", declared))
@@ -149,9 +162,16 @@ class _RunnerChecks:
         agents.reset()
 
     # -- running ---------------------------------------------------------------------------------------------
-    def execute(self, factory: RunnerFactory, agent: type[Agent], inputs: Sequence[tuple[str, Any]],
-                plan: Sequence[CrashAt] = (), *, mismatch: MismatchMode = "lenient",
-                change_code: bool = False) -> Run:
+    def execute(
+        self,
+        factory: RunnerFactory,
+        agent: type[Agent],
+        inputs: Sequence[tuple[str, Any]],
+        plan: Sequence[CrashAt] = (),
+        *,
+        mismatch: MismatchMode = "lenient",
+        change_code: bool = False,
+    ) -> Run:
         agents.reset()
         injector = LedgerInjector(list(plan))
         injector.change_code = change_code
@@ -167,8 +187,9 @@ class _RunnerChecks:
         assert run.result.failovers == 0 and not run.injector.fired
         return run
 
-    def sweep(self, factory: RunnerFactory, agent: type[Agent], inputs: Sequence[tuple[str, Any]]) -> Iterator[
-            tuple[Run, Run, FaultPoint]]:
+    def sweep(
+        self, factory: RunnerFactory, agent: type[Agent], inputs: Sequence[tuple[str, Any]]
+    ) -> Iterator[tuple[Run, Run, FaultPoint]]:
         """The crash-free run, then one run per fault point it reached, crashing once there."""
         base = self.crash_free(factory, agent, inputs)
         assert base.injector.trace, "the runner reached no fault point (FLT-1)"
@@ -203,7 +224,8 @@ class _RunnerChecks:
     @clause("DE-1")
     @capability("runner")
     def test_crash_between_effect_and_record_executes_at_most_once_more(
-            self, durable_runner_factory: RunnerFactory) -> None:
+        self, durable_runner_factory: RunnerFactory
+    ) -> None:
         """REC-5, DE-1: a call interrupted after its effect and before its record runs once more at most;
         without a reconciler no PENDING record is ever written."""
         f = durable_runner_factory
@@ -223,7 +245,8 @@ class _RunnerChecks:
     @clause("FLT-4")
     @capability("runner")
     def test_crash_at_every_fault_point_recovers_to_the_crash_free_run(
-            self, durable_runner_factory: RunnerFactory) -> None:
+        self, durable_runner_factory: RunnerFactory
+    ) -> None:
         """REC-1, REC-3, REC-5, REC-6, FLT-1, FLT-4: for every fault point the crash-free run reaches, one
         crash there and a recovery give the crash-free outputs and memory; calls recorded before the crash
         never execute again, the others at most once more."""
@@ -236,19 +259,29 @@ class _RunnerChecks:
             assert run.result.outputs == base.result.outputs, where
             assert run.result.memory == base.result.memory, where
             crash_at = run.injector.trace.index(point)  # an after-record crash point follows its record
-            recorded = {_call(p.key or "", p.seq or 0, p.action or "", p.call_index or 0)
-                        for p in run.injector.trace[: crash_at + 1] if p.phase is Phase.AFTER_RECORD}
+            recorded = {
+                _call(p.key or "", p.seq or 0, p.action or "", p.call_index or 0)
+                for p in run.injector.trace[: crash_at + 1]
+                if p.phase is Phase.AFTER_RECORD
+            }
             for call_id, count in run.effects.items():
                 extra = count - base.effects[call_id]
                 assert extra <= (0 if call_id in recorded else 1), f"{call_id} ran {extra} more times after {where}"
-        assert phases >= {Phase.BEFORE_CALL, Phase.AFTER_EFFECT, Phase.AFTER_RECORD, Phase.BEFORE_COMPLETE,
-                          Phase.AFTER_COMPLETE, Phase.CHECKPOINT}, f"fault points reached: {sorted(phases)}"
+        assert phases >= {
+            Phase.BEFORE_CALL,
+            Phase.AFTER_EFFECT,
+            Phase.AFTER_RECORD,
+            Phase.BEFORE_COMPLETE,
+            Phase.AFTER_COMPLETE,
+            Phase.CHECKPOINT,
+        }, f"fault points reached: {sorted(phases)}"
 
     # -- mismatch modes -----------------------------------------------------------------------------------
     @clause("DE-8")
     @capability("runner")
     def test_strict_mode_raises_on_a_changed_call_and_changes_no_record(
-            self, durable_runner_factory: RunnerFactory) -> None:
+        self, durable_runner_factory: RunnerFactory
+    ) -> None:
         """DE-8: in strict mode a recorded call that no longer matches raises NondeterminismError with the
         expected and actual function id and digest and the call's location; no record is written."""
         f = durable_runner_factory
@@ -262,8 +295,10 @@ class _RunnerChecks:
         finally:
             store.close()
         err = info.value
-        assert (err.expected_function_id, err.actual_function_id) == (function_id(agents.step),
-                                                                      function_id(agents.step_v2))
+        assert (err.expected_function_id, err.actual_function_id) == (
+            function_id(agents.step),
+            function_id(agents.step_v2),
+        )
         assert err.expected_digest == err.actual_digest == args_digest((2,), {})
         assert (err.key, err.seq, err.action, err.call_index) == ("k", 0, "work", 1)
         changed = [w for w in writes_after_first_crash(LEDGER.log) if w.method != "put" or w.statuses]
@@ -272,7 +307,8 @@ class _RunnerChecks:
     @clause("DE-7")
     @capability("runner")
     def test_lenient_mode_truncates_at_a_changed_call_and_executes(
-            self, durable_runner_factory: RunnerFactory, caplog: pytest.LogCaptureFixture) -> None:
+        self, durable_runner_factory: RunnerFactory, caplog: pytest.LogCaptureFixture
+    ) -> None:
         """DE-7: in lenient mode the changed call is logged as a warning naming its index, the records are
         truncated from that index durably before it executes, and the run finishes on the new code."""
         f = durable_runner_factory
@@ -292,8 +328,9 @@ class _RunnerChecks:
     @clause("DE-5")
     @clause("REC-5")
     @capability("runner")
-    def test_pending_call_is_reconciled_not_re_executed(self, durable_runner_factory: RunnerFactory,
-                                                       phase: Phase) -> None:
+    def test_pending_call_is_reconciled_not_re_executed(
+        self, durable_runner_factory: RunnerFactory, phase: Phase
+    ) -> None:
         """DE-3, DE-5, REC-5: PENDING is durable before the function starts; after a crash in flight the
         reconciler, not the function, decides the outcome, and the effect happens exactly once."""
         run = self.execute(durable_runner_factory, agents.Reconciled, [("k", 4)], [CrashAt(phase, call_index=0)])
@@ -324,8 +361,9 @@ class _RunnerChecks:
     @capability("runner_async")
     def test_async_pending_call_is_reconciled(self, durable_runner_factory: RunnerFactory) -> None:
         """DE-3, DE-5 on the asynchronous path."""
-        run = self.execute(durable_runner_factory, agents.AsyncReconciled, [("k", 4)],
-                           [CrashAt(Phase.AFTER_EFFECT, call_index=0)])
+        run = self.execute(
+            durable_runner_factory, agents.AsyncReconciled, [("k", 4)], [CrashAt(Phase.AFTER_EFFECT, call_index=0)]
+        )
         call = _call("k", 0, "work", 0)
         assert run.result.outputs == {"k": [40]}
         assert run.effects == Counter({call: 1}) and LEDGER.reconciled == [call]
@@ -335,27 +373,32 @@ class _RunnerChecks:
     @capability("runner_batch")
     def test_batch_reserves_every_slot_in_one_persist_before_work(self, durable_runner_factory: RunnerFactory) -> None:
         """BAT-2: one write reserves every slot of the batch as PENDING before any call runs."""
-        run = self.execute(durable_runner_factory, agents.Batch, [("k", [1, 2, 3])],
-                           [CrashAt(Phase.AFTER_PENDING)])
+        run = self.execute(durable_runner_factory, agents.Batch, [("k", [1, 2, 3])], [CrashAt(Phase.AFTER_PENDING)])
         first_effect = next(i for i, (what, _) in enumerate(run.log) if what == "effect")
         before = [w for what, w in run.log[:first_effect] if what == "write" and w.method == "put_call_results"]
         got = [(w.method, w.key, w.seq, w.action, w.index, w.statuses) for w in before[:1]]
         assert got == [("put_call_results", "k", 0, "work", 0, ("PENDING",) * 3)], (
-            f"BAT-2: expected one write reserving slots 0..2 as PENDING before the first call ran, got {got}")
+            f"BAT-2: expected one write reserving slots 0..2 as PENDING before the first call ran, got {got}"
+        )
         assert run.result.outputs == {"k": [[10, 20, 30]]}
 
     @pytest.mark.parametrize(
         "crash",
-        [CrashAt(Phase.AFTER_PENDING), CrashAt(Phase.AFTER_RECORD, call_index=0),
-         CrashAt(Phase.AFTER_RECORD, call_index=1), CrashAt(Phase.AFTER_EFFECT, call_index=1)],
+        [
+            CrashAt(Phase.AFTER_PENDING),
+            CrashAt(Phase.AFTER_RECORD, call_index=0),
+            CrashAt(Phase.AFTER_RECORD, call_index=1),
+            CrashAt(Phase.AFTER_EFFECT, call_index=1),
+        ],
         ids=["after-reserve", "after-slot-0", "after-slot-1", "mid-slot-1"],
     )
     @clause("BAT-4")
     @clause("BAT-5")
     @clause("DE-6")
     @capability("runner_batch")
-    def test_partial_batch_recovery_reruns_only_unfinished_slots(self, durable_runner_factory: RunnerFactory,
-                                                                 crash: CrashAt) -> None:
+    def test_partial_batch_recovery_reruns_only_unfinished_slots(
+        self, durable_runner_factory: RunnerFactory, crash: CrashAt
+    ) -> None:
         """BAT-4, BAT-5, DE-6: after a crash mid-batch, finalized slots replay, PENDING slots without a
         reconciler execute again (returning real results, not None), and outcomes stay in input order."""
         run = self.execute(durable_runner_factory, agents.Batch, [("k", [1, 2, 3])], [crash])
@@ -374,8 +417,12 @@ class _RunnerChecks:
     @capability("runner_batch")
     def test_pending_batch_slots_are_reconciled(self, durable_runner_factory: RunnerFactory) -> None:
         """BAT-5, DE-5: PENDING slots with reconcilers are reconciled, finalized ones replay."""
-        run = self.execute(durable_runner_factory, agents.BatchReconciled, [("k", [1, 2, 3])],
-                           [CrashAt(Phase.AFTER_EFFECT, call_index=1)])
+        run = self.execute(
+            durable_runner_factory,
+            agents.BatchReconciled,
+            [("k", [1, 2, 3])],
+            [CrashAt(Phase.AFTER_EFFECT, call_index=1)],
+        )
         assert run.result.outputs == {"k": [[10, 20, 30]]}
         assert LEDGER.reconciled == [_call("k", 0, "work", 1), _call("k", 0, "work", 2)]
         assert all(run.effects[_call("k", 0, "work", i)] == 1 for i in range(3))
@@ -396,13 +443,20 @@ class _RunnerChecks:
         assert base.result.memory["alice"]["count"] == 2
         assert set(base.result.memory["alice"]["conv"]) == {"turn0", "turn1"}
 
-    @pytest.mark.parametrize("crash", [CrashAt(Phase.AFTER_COMPLETE, action="first"),
-                                       CrashAt(Phase.BETWEEN_ACTIONS), CrashAt(Phase.BEFORE_COMPLETE, action="second")],
-                             ids=["after-first-completes", "between-actions", "before-second-completes"])
+    @pytest.mark.parametrize(
+        "crash",
+        [
+            CrashAt(Phase.AFTER_COMPLETE, action="first"),
+            CrashAt(Phase.BETWEEN_ACTIONS),
+            CrashAt(Phase.BEFORE_COMPLETE, action="second"),
+        ],
+        ids=["after-first-completes", "between-actions", "before-second-completes"],
+    )
     @clause("REC-4")
     @capability("runner")
     def test_completed_action_is_skipped_and_its_outputs_not_emitted_twice(
-            self, durable_runner_factory: RunnerFactory, crash: CrashAt) -> None:
+        self, durable_runner_factory: RunnerFactory, crash: CrashAt
+    ) -> None:
         """REC-4: on recovery a completed action is not run again (no durable call of it is even looked
         up), its memory and events are replayed, and every output is delivered once."""
         f = durable_runner_factory
@@ -450,12 +504,14 @@ class _RunnerChecks:
             if c.call_id.call_index == 0:
                 seqs.setdefault(c.call_id.key, []).append(c.call_id.seq)
         assert seqs == {"k": list(range(12)), "j": [0]}, (
-            f"RUN-1: sequence numbers per key: expected k 0..11 and j [0], got {seqs}")
+            f"RUN-1: sequence numbers per key: expected k 0..11 and j [0], got {seqs}"
+        )
         want = {"k": [60, 60] + [30 * i + 30 for i in range(2, 12)], "j": [60]}
         assert run.result.outputs == want, f"RUN-4: outputs per key: expected {want}, got {run.result.outputs}"
         counts = {k: m.get("count") for k, m in run.result.memory.items()}
-        assert counts == {"k": 12, "j": 1}, f"MEM-7: inputs counted in each key's memory: expected k 12, j 1, " \
-                                            f"got {counts}"
+        assert counts == {"k": 12, "j": 1}, (
+            f"MEM-7: inputs counted in each key's memory: expected k 12, j 1, got {counts}"
+        )
 
     @clause("RUN-8")
     @clause("RUN-7")
@@ -464,8 +520,9 @@ class _RunnerChecks:
         """RUN-7, RUN-8: a completed state is pruned only once a checkpoint covering its input completed (the
         checkpoint fault point was reached before the prune)."""
         run = self.crash_free(durable_runner_factory, agents.Steps, INPUTS)
-        checkpoint = next((i for i, (what, p) in enumerate(run.log)
-                           if what == "point" and p.phase is Phase.CHECKPOINT), None)
+        checkpoint = next(
+            (i for i, (what, p) in enumerate(run.log) if what == "point" and p.phase is Phase.CHECKPOINT), None
+        )
         prunes = [i for i, (what, w) in enumerate(run.log) if what == "write" and w.method == "prune_state"]
         early = [run.log[i][1] for i in prunes if checkpoint is None or i < checkpoint]
         assert not early, f"RUN-8: expected prunes only after the checkpoint, got prunes before it: {early}"
@@ -476,7 +533,8 @@ class _RunnerChecks:
         """RUN-2: every action declared for an event type runs, in declaration order."""
         run = self.crash_free(durable_runner_factory, agents.Ordered, [("k", 1)])
         assert run.result.memory["k"]["order"] == ["zeta", "alpha"], (
-            f"RUN-2: expected actions ['zeta', 'alpha'], got {run.result.memory['k'].get('order')}")
+            f"RUN-2: expected actions ['zeta', 'alpha'], got {run.result.memory['k'].get('order')}"
+        )
 
     @clause("MEM-8")
     @clause("RUN-3")
@@ -487,13 +545,19 @@ class _RunnerChecks:
         run's sensory write; also after a crash and recovery."""
         run = self.crash_free(durable_runner_factory, agents.Sensory, [("k", 1), ("k", 2), ("j", 3)])
         want = {"k": [[None, 1], [None, 2]], "j": [[None, 3]]}
-        assert run.result.outputs == want, f"MEM-8: [seen before, seen after] per run: expected {want}, " \
-                                           f"got {run.result.outputs}"
-        run = self.execute(durable_runner_factory, agents.Sensory, [("k", 1), ("k", 2)],
-                           [CrashAt(Phase.BEFORE_COMPLETE, seq=1, action="second")])
+        assert run.result.outputs == want, (
+            f"MEM-8: [seen before, seen after] per run: expected {want}, got {run.result.outputs}"
+        )
+        run = self.execute(
+            durable_runner_factory,
+            agents.Sensory,
+            [("k", 1), ("k", 2)],
+            [CrashAt(Phase.BEFORE_COMPLETE, seq=1, action="second")],
+        )
         assert run.result.outputs == {"k": [[None, 1], [None, 2]]}, (
             f"MEM-8: after a crash in the second run: expected {{'k': [[None, 1], [None, 2]]}}, "
-            f"got {run.result.outputs}")
+            f"got {run.result.outputs}"
+        )
 
     @clause("RUN-6")
     @clause("MEM-11")
@@ -513,13 +577,15 @@ class _RunnerChecks:
         """RUN-5: while key ``slow`` awaits durable work, key ``fast`` runs (the work waits for it)."""
         run = self.crash_free(durable_runner_factory, agents.Interleaved, [("slow", "slow"), ("fast", "fast")])
         assert run.result.outputs == {"slow": [True], "fast": ["fast"]}, (
-            f"RUN-5: expected key fast to run while slow awaited (slow: [True]), got {run.result.outputs}")
+            f"RUN-5: expected key fast to run while slow awaited (slow: [True]), got {run.result.outputs}"
+        )
 
     @clause("RUN-9")
     @clause("RUN-10")
     @capability("runner")
     def test_action_failure_names_its_action_after_other_keys_finish(
-            self, durable_runner_factory: RunnerFactory) -> None:
+        self, durable_runner_factory: RunnerFactory
+    ) -> None:
         """RUN-9, RUN-10: an exception from action code fails the run with ActionFailedError naming key,
         sequence number and action, raised after the other keys of the segment ran to their end."""
         agents.reset()
@@ -531,9 +597,11 @@ class _RunnerChecks:
             store.close()
         err = info.value
         assert (err.key, err.seq, err.action) == ("a", 0, "work"), (
-            f"RUN-9: expected ActionFailedError at ('a', 0, 'work'), got {(err.key, err.seq, err.action)}")
+            f"RUN-9: expected ActionFailedError at ('a', 0, 'work'), got {(err.key, err.seq, err.action)}"
+        )
         assert LEDGER.effects[_call("b", 0, "work", 0)] == 1, (
-            "RUN-10: key b did not run to its end before the failure of key a was raised")
+            "RUN-10: key b did not run to its end before the failure of key a was raised"
+        )
 
     @clause("DE-14")
     @capability("runner")
@@ -544,15 +612,21 @@ class _RunnerChecks:
         injector = LedgerInjector([CrashAt(Phase.AFTER_EFFECT, call_index=0)])
         store = ObservedStore(durable_runner_factory.new_store())
         try:
-            result = durable_runner_factory.run(agents.Reconciled, [("k", 4)], store=store, injector=injector,
-                                                config={"durable-execution.reconcilers": False})
+            result = durable_runner_factory.run(
+                agents.Reconciled,
+                [("k", 4)],
+                store=store,
+                injector=injector,
+                config={"durable-execution.reconcilers": False},
+            )
         finally:
             store.close()
         call = _call("k", 0, "work", 0)
         assert result.outputs == {"k": [40]}, f"DE-14: expected outputs {{'k': [40]}}, got {result.outputs}"
         assert LEDGER.reconciled == [], f"DE-14: reconcilers are off, yet ran for {LEDGER.reconciled}"
-        assert LEDGER.effects[call] == 2, f"DE-14: expected the call to run again (2 executions), got " \
-                                          f"{LEDGER.effects[call]}"
+        assert LEDGER.effects[call] == 2, (
+            f"DE-14: expected the call to run again (2 executions), got {LEDGER.effects[call]}"
+        )
         pending = [w for what, w in LEDGER.log if what == "write" and "PENDING" in w.statuses]
         assert not pending, f"DE-14: PENDING written with reconcilers off: {pending}"
 
@@ -565,14 +639,22 @@ class _RunnerChecks:
         before the action goes on, so a second crash later in the recovery replays it without asking the
         reconciler again."""
         call = _call("k", 0, "work", 0)
-        run = self.execute(durable_runner_factory, agents.Reconciled, [("k", 4)],
-                           [CrashAt(Phase.AFTER_EFFECT, call_index=0), CrashAt(Phase.BEFORE_COMPLETE)])
+        run = self.execute(
+            durable_runner_factory,
+            agents.Reconciled,
+            [("k", 4)],
+            [CrashAt(Phase.AFTER_EFFECT, call_index=0), CrashAt(Phase.BEFORE_COMPLETE)],
+        )
         assert run.result.outputs == {"k": [40]}, f"DE-5: expected outputs {{'k': [40]}}, got {run.result.outputs}"
-        finalized = [w for w in run.writes_after_first_crash()
-                     if w.method == "put_call_results" and w.index == 0 and w.statuses == ("SUCCEEDED",)]
+        finalized = [
+            w
+            for w in run.writes_after_first_crash()
+            if w.method == "put_call_results" and w.index == 0 and w.statuses == ("SUCCEEDED",)
+        ]
         assert finalized, "DE-5: the reconciled outcome was never persisted in slot 0 (no SUCCEEDED write)"
         assert LEDGER.reconciled == [call], (
-            f"DE-5: expected one reconciliation of {call}, got {LEDGER.reconciled} (outcome not persisted?)")
+            f"DE-5: expected one reconciliation of {call}, got {LEDGER.reconciled} (outcome not persisted?)"
+        )
         assert run.effects == Counter({call: 1}), f"DE-5: expected the effect once, got {dict(run.effects)}"
 
     @clause("BAT-3")
@@ -580,17 +662,23 @@ class _RunnerChecks:
     @clause("BAT-1")
     @capability("runner_batch")
     def test_batch_runs_exactly_parallelism_calls_and_finalizes_by_index(
-            self, durable_runner_factory: RunnerFactory) -> None:
+        self, durable_runner_factory: RunnerFactory
+    ) -> None:
         """BAT-1, BAT-3, BAT-4: with ``tool-call.parallelism`` 3 a batch of six runs three calls at once (not one, not
         six) on threads other than the runner's; later calls finish first, yet each outcome is finalized at its
         own index and the outcomes come back in input order."""
         run = self.crash_free(durable_runner_factory, agents.ParallelBatch, [("k", 0)])
         assert run.result.outputs == {"k": [[0, 10, 20, 30, 40, 50]]}, (
-            f"BAT-4: expected outcomes in input order [0, 10, …, 50], got {run.result.outputs}")
+            f"BAT-4: expected outcomes in input order [0, 10, …, 50], got {run.result.outputs}"
+        )
         assert LEDGER.max_active == 3, (
-            f"BAT-3: expected exactly tool-call.parallelism = 3 calls at once, got at most {LEDGER.max_active}")
-        finals = [w for w in run.log if w[0] == "write" and w[1].method == "put_call_results"
-                  and "PENDING" not in w[1].statuses]
+            f"BAT-3: expected exactly tool-call.parallelism = 3 calls at once, got at most {LEDGER.max_active}"
+        )
+        finals = [
+            w
+            for w in run.log
+            if w[0] == "write" and w[1].method == "put_call_results" and "PENDING" not in w[1].statuses
+        ]
         placed = {(w.index or 0) + i: d for _, w in finals for i, d in enumerate(w.digests)}
         want = {i: args_digest((i, 3), {}) for i in range(6)}
         assert placed == want, f"BAT-4: slot → digest of the finalizing writes: expected {want}, got {placed}"

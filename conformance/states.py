@@ -34,20 +34,35 @@ def typed(value: Any) -> Any:
     if isinstance(value, dict):
         return ("dict", sorted(((typed(k), typed(v)) for k, v in value.items()), key=repr))
     if isinstance(value, Event):
-        return ("event", value.type, str(value.id), typed(value.attributes), value.java_class,
-                value.upstream_event_id, value.upstream_action_name)
+        return (
+            "event",
+            value.type,
+            str(value.id),
+            typed(value.attributes),
+            value.java_class,
+            value.upstream_event_id,
+            value.upstream_action_name,
+        )
     if isinstance(value, MemoryUpdate):
         return ("update", typed(value.path), typed(value.value), value.object_creation)
     if isinstance(value, CallResult):
-        return ("call", typed(value.function_id), typed(value.args_digest), typed(value.result_payload),
-                typed(value.exception_payload), None if value.status is None else value.status.value)
+        return (
+            "call",
+            typed(value.function_id),
+            typed(value.args_digest),
+            typed(value.result_payload),
+            typed(value.exception_payload),
+            None if value.status is None else value.status.value,
+        )
     if isinstance(value, ActionState):
-        return {"task_event": typed(value.task_event),
-                "sensory_memory_updates": typed(value.sensory_memory_updates),
-                "short_term_memory_updates": typed(value.short_term_memory_updates),
-                "output_events": typed(value.output_events),
-                "call_results": typed(value.call_results),
-                "completed": value.completed}
+        return {
+            "task_event": typed(value.task_event),
+            "sensory_memory_updates": typed(value.sensory_memory_updates),
+            "short_term_memory_updates": typed(value.short_term_memory_updates),
+            "output_events": typed(value.output_events),
+            "call_results": typed(value.call_results),
+            "completed": value.completed,
+        }
     return ("other", repr(value))
 
 
@@ -57,8 +72,10 @@ def same_state(cid: str, where: str, expected: ActionState, got: ActionState | N
     want, have = typed(expected), typed(got)
     for field in want:
         if want[field] != have[field]:
-            raise AssertionError(f"{cid}: {where}: field {field} differs\n  expected {getattr(expected, field)!r}"
-                                 f"\n  got      {getattr(got, field)!r}")
+            raise AssertionError(
+                f"{cid}: {where}: field {field} differs\n  expected {getattr(expected, field)!r}"
+                f"\n  got      {getattr(got, field)!r}"
+            )
 
 
 def calls_of(cid: str, where: str, got: ActionState | None) -> list[tuple[str, str, bytes | None, str]]:
@@ -70,26 +87,51 @@ def present(cid: str, store: ActionStateStore, r: StateRef, expected: bool, why:
     got = store.get(r)
     assert (got is not None) == expected, (
         f"{cid}: ({r.key!r}, seq {r.seq}, {r.action.name}) {why}: expected "
-        f"{'the state' if expected else 'a miss (None)'}, got {'None' if got is None else 'a state'}")
+        f"{'the state' if expected else 'a miss (None)'}, got {'None' if got is None else 'a state'}"
+    )
 
 
 def tagged(tag: str, calls: int = 1) -> ActionState:
     """A small state whose every part names ``tag``, so a mix-up between states is visible."""
-    return ActionState(task_event=InputEvent(tag, id=uuid.uuid5(uuid.NAMESPACE_URL, tag)),
-                       short_term_memory_updates=[MemoryUpdate("tag", tag)],
-                       call_results=[CallResult.succeeded(f"f{i}", tag, tag.encode()) for i in range(calls)])
+    return ActionState(
+        task_event=InputEvent(tag, id=uuid.uuid5(uuid.NAMESPACE_URL, tag)),
+        short_term_memory_updates=[MemoryUpdate("tag", tag)],
+        call_results=[CallResult.succeeded(f"f{i}", tag, tag.encode()) for i in range(calls)],
+    )
 
 
 def fidelity_values() -> dict[str, Any]:
     """Values memory may hold (MEM-2), chosen to break lossy encodings."""
     return {
-        "bool": True, "false": False, "one": 1, "one_float": 1.0, "zero": 0, "neg_zero": -0.0,
-        "big": 2**64 + 1, "neg_big": -(2**63) - 1, "huge": 10**40, "pi": 3.141592653589793, "tiny": 5e-324,
-        "max": 1.7976931348623157e308, "inf": float("inf"), "ninf": float("-inf"),
-        "none": None, "empty_str": "", "empty_bytes": b"", "empty_list": [], "empty_dict": {},
-        "str_not_bytes": "abc", "bytes_not_str": b"abc", "all_bytes": bytes(range(256)),
-        "unicode": "ünïcödé ключ 键 🔑 \u0301e \u200d", "nul": "a\x00b", "newline": "l1\nl2\r\n\t",
-        "quotes": '"\\\'{}[]', "int_like": "1", "float_like": "1.0", "null_like": "null",
+        "bool": True,
+        "false": False,
+        "one": 1,
+        "one_float": 1.0,
+        "zero": 0,
+        "neg_zero": -0.0,
+        "big": 2**64 + 1,
+        "neg_big": -(2**63) - 1,
+        "huge": 10**40,
+        "pi": 3.141592653589793,
+        "tiny": 5e-324,
+        "max": 1.7976931348623157e308,
+        "inf": float("inf"),
+        "ninf": float("-inf"),
+        "none": None,
+        "empty_str": "",
+        "empty_bytes": b"",
+        "empty_list": [],
+        "empty_dict": {},
+        "str_not_bytes": "abc",
+        "bytes_not_str": b"abc",
+        "all_bytes": bytes(range(256)),
+        "unicode": "ünïcödé ключ 键 🔑 \u0301e \u200d",
+        "nul": "a\x00b",
+        "newline": "l1\nl2\r\n\t",
+        "quotes": "\"\\'{}[]",
+        "int_like": "1",
+        "float_like": "1.0",
+        "null_like": "null",
         "nested": {"a": [1, [2, [3, {"b": None}]]], "1": "int-like key", "": "empty key", "ä.b": [b"\xff"]},
         "list_of_mixed": [True, 1, 1.0, "1", b"1", None, [], {}],
     }

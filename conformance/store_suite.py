@@ -78,9 +78,14 @@ class _StoreChecks:
             sensory_memory_updates=[MemoryUpdate("s", 1)],
             short_term_memory_updates=[MemoryUpdate("a.b", {"k": [1.5, None]}), MemoryUpdate("o", None, True)],
             output_events=[InputEvent("out-1"), Event("second", {"n": 2})],
-            call_results=[CallResult.succeeded("f", "d1", b"\x00r"), CallResult.failed("g", "d2", b"e"),
-                          CallResult.pending("h", "d3"), CallResult("legacy", "d4", b"old", None, None),
-                          CallResult.succeeded("n", "d5", None), CallResult.succeeded("e", "d6", b"")],
+            call_results=[
+                CallResult.succeeded("f", "d1", b"\x00r"),
+                CallResult.failed("g", "d2", b"e"),
+                CallResult.pending("h", "d3"),
+                CallResult("legacy", "d4", b"old", None, None),
+                CallResult.succeeded("n", "d5", None),
+                CallResult.succeeded("e", "d6", b""),
+            ],
         )
         store.put(ref("k", 0), state)
         same_state("STORE-1", "get after put", state, store.get(ref("k", 0)))
@@ -96,8 +101,10 @@ class _StoreChecks:
             short_term_memory_updates=[MemoryUpdate(f"v.{name}", v) for name, v in values.items()],
             sensory_memory_updates=[MemoryUpdate("пути.键", values["nested"]), MemoryUpdate("x", None, True)],
             output_events=[Event("ünï", dict(values))],
-            call_results=[CallResult.succeeded("módulo.función", "ab", bytes(range(256))),
-                          CallResult.failed("mod.f🔑", "cd", "ошибка".encode())],
+            call_results=[
+                CallResult.succeeded("módulo.función", "ab", bytes(range(256))),
+                CallResult.failed("mod.f🔑", "cd", "ошибка".encode()),
+            ],
         )
         store.put(ref("k", 0), state)
         same_state("STORE-1", "get after put of unusual values", state, store.get(ref("k", 0)))
@@ -133,7 +140,8 @@ class _StoreChecks:
         store.put_call_results(r, 2, [CallResult.succeeded("f2", "second", b"new")])
         got = calls_of("STORE-1", "a delta after the second put", store.get(r))
         assert [c[1] for c in got] == ["second"] * 3, (
-            f"STORE-1: records of the first put resurfaced: expected digests ['second']*3, got {[c[1] for c in got]}")
+            f"STORE-1: records of the first put resurfaced: expected digests ['second']*3, got {[c[1] for c in got]}"
+        )
         done = tagged("done", calls=0)
         done.completed = True
         store.put(r, done)
@@ -149,11 +157,17 @@ class _StoreChecks:
         state get returned, changes nothing stored."""
         r = ref("k", 0)
         value = {"list": [1, 2]}
-        state = ActionState(task_event=InputEvent({"a": [1]}), short_term_memory_updates=[MemoryUpdate("v", value)],
-                            call_results=[CallResult.succeeded("f", "d", b"1")])
+        state = ActionState(
+            task_event=InputEvent({"a": [1]}),
+            short_term_memory_updates=[MemoryUpdate("v", value)],
+            call_results=[CallResult.succeeded("f", "d", b"1")],
+        )
         store.put(r, state)
-        expected = ActionState(task_event=InputEvent({"a": [1]}), short_term_memory_updates=[MemoryUpdate("v", {
-            "list": [1, 2]})], call_results=[CallResult.succeeded("f", "d", b"1")])
+        expected = ActionState(
+            task_event=InputEvent({"a": [1]}),
+            short_term_memory_updates=[MemoryUpdate("v", {"list": [1, 2]})],
+            call_results=[CallResult.succeeded("f", "d", b"1")],
+        )
         expected.task_event.id = state.task_event.id  # type: ignore[union-attr]
         value["list"].append(3)
         state.call_results.append(CallResult.succeeded("g", "d", b"2"))
@@ -170,7 +184,8 @@ class _StoreChecks:
         store.put_call_results(r, 1, results)
         results.append(CallResult.succeeded("x", "d", b"x"))
         assert len(calls_of("STORE-15", "after mutating a delta's list", store.get(r))) == 2, (
-            "STORE-15: the store kept the caller's list of call results: expected 2 records")
+            "STORE-15: the store kept the caller's list of call results: expected 2 records"
+        )
 
     # -- STORE-2..4: addressing and boundaries ----------------------------------------------------------------
     @clause("STORE-2")
@@ -272,7 +287,8 @@ class _StoreChecks:
         store.put_call_results(r, 2, [CallResult.failed("h", "d", b"boom")])
         got = [(c[0], c[3]) for c in calls_of("STORE-5", "after deltas", store.get(r))]
         assert got == [("f", "SUCCEEDED"), ("g", "PENDING"), ("h", "FAILED")], (
-            f"STORE-5: expected [('f', 'SUCCEEDED'), ('g', 'PENDING'), ('h', 'FAILED')], got {got}")
+            f"STORE-5: expected [('f', 'SUCCEEDED'), ('g', 'PENDING'), ('h', 'FAILED')], got {got}"
+        )
         store.truncate_call_results(r, 1)
         got_ids = [c[0] for c in calls_of("STORE-5", "after truncate at 1", store.get(r))]
         assert got_ids == ["f"], f"STORE-5: after truncate_call_results(1) expected ['f'], got {got_ids}"
@@ -294,7 +310,8 @@ class _StoreChecks:
         got = calls_of("STORE-5", "after 16 deltas", store.get(r))
         want = [(("m" if i in (3, 4) else "b" if i >= 12 else "f"), str(i)) for i in range(16)]
         assert [(c[0], c[1]) for c in got] == want, (
-            f"STORE-5: slots out of place: expected {want}, got {[(c[0], c[1]) for c in got]}")
+            f"STORE-5: slots out of place: expected {want}, got {[(c[0], c[1]) for c in got]}"
+        )
         assert [c[3] for c in got[12:]] == ["SUCCEEDED"] * 4
         store.truncate_call_results(r, 20)
         assert len(calls_of("STORE-5", "truncate past the end", store.get(r))) == 16
@@ -303,7 +320,8 @@ class _StoreChecks:
         store.put_call_results(r, 10, [CallResult.succeeded("z", "10", b"z")])
         got_ids = [c[1] for c in calls_of("STORE-5", "append after truncation", store.get(r))]
         assert got_ids == [str(i) for i in range(11)], (
-            f"STORE-5: truncated records resurfaced: expected 11 records 0..10, got {got_ids}")
+            f"STORE-5: truncated records resurfaced: expected 11 records 0..10, got {got_ids}"
+        )
         store.truncate_call_results(r, 0)
         assert calls_of("STORE-5", "truncate at 0", store.get(r)) == []
 
@@ -314,8 +332,12 @@ class _StoreChecks:
         and no call results."""
         r = ref("k", 0)
         store.put(r, ActionState(task_event=r.event, call_results=[CallResult.succeeded("f", "d", b"1")]))
-        done = ActionState(task_event=r.event, short_term_memory_updates=[MemoryUpdate("x", 1)],
-                           output_events=[InputEvent("out")], call_results=[])
+        done = ActionState(
+            task_event=r.event,
+            short_term_memory_updates=[MemoryUpdate("x", 1)],
+            output_events=[InputEvent("out")],
+            call_results=[],
+        )
         done.mark_completed()
         store.put(r, done)
         same_state("STORE-8", "completed state", done, store.get(r))
@@ -325,6 +347,7 @@ class _StoreChecks:
     def test_writes_are_visible_across_threads(self, store: ActionStateStore) -> None:
         """STORE-16: the store is used from several threads one at a time (the runner's, the async pool's):
         a write that returned on one thread is read back on any other."""
+
         def on_thread(fn: Any) -> Any:
             out: list[Any] = []
             t = threading.Thread(target=lambda: out.append(fn()))
@@ -343,7 +366,8 @@ class _StoreChecks:
         got = on_thread(lambda: store.get(r))
         assert got is not None and got.call_results == [], (
             f"STORE-16: a truncation made on the main thread: expected no records on another thread, "
-            f"got {None if got is None else got.call_results}")
+            f"got {None if got is None else got.call_results}"
+        )
 
     # -- restart ----------------------------------------------------------------------------------------------
     @clause("STORE-6")
@@ -392,8 +416,7 @@ class _StoreChecks:
 
     @clause("STORE-7")
     @capability("restart")
-    def test_truncation_survives_restart(self, durable_store_factory: StoreFactory,
-                                         store: ActionStateStore) -> None:
+    def test_truncation_survives_restart(self, durable_store_factory: StoreFactory, store: ActionStateStore) -> None:
         """STORE-7: a truncation or finalize that returned is durable across a restart."""
         r = ref("k", 0)
         marker = store.get_recovery_marker()
@@ -404,19 +427,22 @@ class _StoreChecks:
         s2.rebuild_state([marker])
         got = [(c[0], c[3]) for c in calls_of("STORE-7", "after a restart", s2.get(r))]
         assert got == [("f", "SUCCEEDED"), ("g", "SUCCEEDED"), ("h", "PENDING")], (
-            f"STORE-7: expected the finalized records [f SUCCEEDED, g SUCCEEDED, h PENDING], got {got}")
+            f"STORE-7: expected the finalized records [f SUCCEEDED, g SUCCEEDED, h PENDING], got {got}"
+        )
         s2.truncate_call_results(r, 1)
         again = self._restart(durable_store_factory, s2)
         again.rebuild_state([marker])
         got_ids = [c[0] for c in calls_of("STORE-7", "after truncate and restart", again.get(r))]
         assert got_ids == ["f"], (
-            f"STORE-7: a truncation that returned was lost by a restart: expected ['f'], got {got_ids}")
+            f"STORE-7: a truncation that returned was lost by a restart: expected ['f'], got {got_ids}"
+        )
         again.close()
 
     @clause("STORE-5")
     @capability("concurrent_writers")
-    def test_concurrent_writers_on_distinct_keys(self, durable_store_factory: StoreFactory,
-                                                 store: ActionStateStore) -> None:
+    def test_concurrent_writers_on_distinct_keys(
+        self, durable_store_factory: StoreFactory, store: ActionStateStore
+    ) -> None:
         """STORE-5: deltas from several threads on distinct keys, started together and switching threads
         often, all land."""
         if "concurrent_writers" not in durable_store_factory.capabilities:
@@ -461,8 +487,9 @@ class ModelConformance:
     @clause("STORE-4")
     @clause("STORE-5")
     @capability("core")
-    def test_store_matches_reference_model(self, request: pytest.FixtureRequest,
-                                           durable_store_factory: StoreFactory) -> None:
+    def test_store_matches_reference_model(
+        self, request: pytest.FixtureRequest, durable_store_factory: StoreFactory
+    ) -> None:
         """STORE-1/3/4/5: random sequences of put/get/delta/truncate/prune/restart agree with a model.
         The session seed (``--durable-conformance-seed``, printed in the report) makes the sequences repeatable."""
         from hypothesis import seed
@@ -501,8 +528,12 @@ class TypedEventConformance:
         """EVT-1: a completed state's events come back with their class, id, attributes and fields, so a
         recovery that skips the action hands the next actions what the crash-free run handed them."""
         r = ref("k", 0)
-        sent: list[Event] = [CheckedEvent(7), ToolResponseEvent("req", {"t": 1}, success={"t": True}),
-                             OutputEvent({"o": [1]}), Event("plain", {"p": 1})]
+        sent: list[Event] = [
+            CheckedEvent(7),
+            ToolResponseEvent("req", {"t": 1}, success={"t": True}),
+            OutputEvent({"o": [1]}),
+            Event("plain", {"p": 1}),
+        ]
         done = ActionState(task_event=r.event, output_events=sent)
         done.mark_completed()
         store.put(r, done)
@@ -523,5 +554,19 @@ class StoreConformance(ModelConformance, KillConformance, TypedEventConformance,
     """The aggregate suite a backend author subclasses (as ``class TestMyStore(StoreConformance)``)."""
 
 
-__all__ = ["ACTION", "AWKWARD_KEYS", "OTHER", "ModelConformance", "StoreConformance", "calls_of", "capability",
-           "clause", "fidelity_values", "present", "ref", "same_state", "tagged", "typed"]
+__all__ = [
+    "ACTION",
+    "AWKWARD_KEYS",
+    "OTHER",
+    "ModelConformance",
+    "StoreConformance",
+    "calls_of",
+    "capability",
+    "clause",
+    "fidelity_values",
+    "present",
+    "ref",
+    "same_state",
+    "tagged",
+    "typed",
+]

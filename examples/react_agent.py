@@ -107,9 +107,13 @@ class TravelModel:
     def chat(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         results = [m for m in messages if m.get("role") == "tool"]
         if not results:
-            return {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "mail", "function": {"name": "send_email", "arguments": {"to": "ann", "body": "booked"}}},
-            ]}
+            return {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "mail", "function": {"name": "send_email", "arguments": {"to": "ann", "body": "booked"}}},
+                ],
+            }
         return {"role": "assistant", "content": "done: " + ", ".join(str(m["content"]) for m in results)}
 
 
@@ -135,8 +139,7 @@ class TravelAgent(Agent):
 def count_rows(path: str) -> dict[str, int]:
     DB["path"] = path
     with _db() as conn:
-        rows = {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
-                for t in ("outbox", "seats", "payments")}
+        rows = {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("outbox", "seats", "payments")}
         rows["committed"] = conn.execute("SELECT COUNT(*) FROM payments WHERE state = 'committed'").fetchone()[0]
     return rows
 
@@ -146,8 +149,12 @@ def run_once(workdir: Path, crash: CrashAt | None) -> tuple[Any, dict[str, int]]
     store_path = workdir / "state.db"
     for p in (Path(DB["path"]), store_path):
         p.unlink(missing_ok=True)
-    runner = Runner(TravelAgent, SqliteStore(store_path), injector=FaultInjector([crash] if crash else []),
-                    reopen_store=lambda: SqliteStore(store_path))
+    runner = Runner(
+        TravelAgent,
+        SqliteStore(store_path),
+        injector=FaultInjector([crash] if crash else []),
+        reopen_store=lambda: SqliteStore(store_path),
+    )
     result = runner.run([("ann", 120)])
     return result, count_rows(DB["path"])
 

@@ -51,11 +51,13 @@ def read_inputs(path: str) -> list[tuple[str, Any]]:
         try:
             item = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise CommandError(f"--inputs {path}:{n}: not JSON ({exc.msg}); expected one "
-                               '{"key": ..., "input": ...} per line') from None
+            raise CommandError(
+                f'--inputs {path}:{n}: not JSON ({exc.msg}); expected one {{"key": ..., "input": ...}} per line'
+            ) from None
         if not isinstance(item, dict) or "key" not in item or "input" not in item:
-            raise CommandError(f'--inputs {path}:{n}: expected an object {{"key": ..., "input": ...}}, '
-                               f"got {line.strip()[:60]}")
+            raise CommandError(
+                f'--inputs {path}:{n}: expected an object {{"key": ..., "input": ...}}, got {line.strip()[:60]}'
+            )
         inputs.append((str(item["key"]), item["input"]))
     if not inputs:
         raise CommandError(f"--inputs {path!r}: no inputs (one JSON object per line)")
@@ -63,16 +65,23 @@ def read_inputs(path: str) -> list[tuple[str, Any]]:
 
 
 def _sweep(argv: list[str]) -> int:
-    parser = _Parser(prog="durable sweep", description="crash an agent once at every fault point of its "
-                                                       "crash-free run, recover, and check every invariant")
+    parser = _Parser(
+        prog="durable sweep",
+        description="crash an agent once at every fault point of its "
+        "crash-free run, recover, and check every invariant",
+    )
     parser.add_argument("agent", metavar="MODULE:AgentClass")
     parser.add_argument("--inputs", required=True, metavar="FILE", help='JSON lines {"key": …, "input": …}')
-    parser.add_argument("--effect", action="append", default=[], metavar="MODULE:NAME",
-                        help="a function or method with an external side effect (NAME may be dotted, e.g. "
-                             "services:MAILER.send); every call is counted per idempotency id and a "
-                             "duplicated or lost effect fails the sweep (PLG-3). Repeatable")
-    parser.add_argument("--store", metavar="URL", default="memory:",
-                        help="store to crash against (default memory:)")
+    parser.add_argument(
+        "--effect",
+        action="append",
+        default=[],
+        metavar="MODULE:NAME",
+        help="a function or method with an external side effect (NAME may be dotted, e.g. "
+        "services:MAILER.send); every call is counted per idempotency id and a "
+        "duplicated or lost effect fails the sweep (PLG-3). Repeatable",
+    )
+    parser.add_argument("--store", metavar="URL", default="memory:", help="store to crash against (default memory:)")
     args = parser.parse_args(argv)
     from reference_runtime import Agent
 
@@ -94,8 +103,11 @@ def _sweep(argv: list[str]) -> int:
             outcomes = sweep(agent, inputs, stores, ledger)
         except Exception as exc:  # the agent itself failed: say so in one line, not a traceback wall
             reason = " ".join(str(exc).split())
-            print(f"error: durable sweep {args.agent}: the agent raised {type(exc).__name__}: {reason} (run "
-                  "durable.sweep() in a test for the traceback)", file=sys.stderr)
+            print(
+                f"error: durable sweep {args.agent}: the agent raised {type(exc).__name__}: {reason} (run "
+                "durable.sweep() in a test for the traceback)",
+                file=sys.stderr,
+            )
             return 1
         finally:
             stores.cleanup()
@@ -110,8 +122,10 @@ def _print_matrix(verdict: Verdict) -> None:
     width = max((len(o.point.describe()) for o in outcomes), default=10)
     print(f"{'fault point':<{width}}  outcome  re-executed  duplicates")
     for o in outcomes:
-        print(f"{o.point.describe():<{width}}  {'ok' if o.ok else 'FAIL':<7}  "
-              f"{len(o.re_executed + o.repeated):>11}  {len(o.duplicates):>10}")
+        print(
+            f"{o.point.describe():<{width}}  {'ok' if o.ok else 'FAIL':<7}  "
+            f"{len(o.re_executed + o.repeated):>11}  {len(o.duplicates):>10}"
+        )
         for v in o.violations:
             print(f"    {v}")
     for note in verdict.caveats():

@@ -29,8 +29,7 @@ def declared(ledger: Ledger, specs: Sequence[str]) -> Iterator[None]:
             wrapped = ledger.wrap(original, spec.partition(":")[2])
             holders = [owner]
             if isinstance(owner, type(sys)):
-                holders += [m for m in list(sys.modules.values())
-                            if m is not owner and vars(m).get(name) is original]
+                holders += [m for m in list(sys.modules.values()) if m is not owner and vars(m).get(name) is original]
             for holder in holders:
                 undo.append((holder, name, original))
                 setattr(holder, name, wrapped)

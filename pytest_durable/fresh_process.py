@@ -31,23 +31,28 @@ class FreshProcessError(RuntimeError):
     """The agent could not be run in a fresh interpreter (not importable, or it failed there)."""
 
 
-def journal_in_fresh_process(agent: type[Agent], inputs: Sequence[tuple[str, Any]], hash_seed: int,
-                             options: dict[str, Any], timeout: float = 120.0) -> list[dict[str, str]]:
+def journal_in_fresh_process(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    hash_seed: int,
+    options: dict[str, Any],
+    timeout: float = 120.0,
+) -> list[dict[str, str]]:
     """The golden journal entries of a crash-free run on the memory store in a new interpreter."""
     if agent.__module__ == "__main__" or "<locals>" in agent.__qualname__:
-        raise FreshProcessError(f"{agent.__qualname__} must be defined at module level in an importable module "
-                                "to run in a fresh process")
+        raise FreshProcessError(
+            f"{agent.__qualname__} must be defined at module level in an importable module to run in a fresh process"
+        )
     try:
         payload = pickle.dumps((agent.__module__, agent.__qualname__, list(inputs), options))
     except Exception as exc:
         raise FreshProcessError(f"inputs and runner options must pickle to reach a fresh process: {exc}") from exc
-    env = {**os.environ, "PYTHONHASHSEED": str(hash_seed),
-           "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    done = subprocess.run([sys.executable, "-c", _CHILD], input=payload, capture_output=True, env=env,
-                          timeout=timeout)
+    env = {**os.environ, "PYTHONHASHSEED": str(hash_seed), "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    done = subprocess.run([sys.executable, "-c", _CHILD], input=payload, capture_output=True, env=env, timeout=timeout)
     if done.returncode != 0:
         tail = done.stderr.decode(errors="replace").strip().splitlines()[-5:]
-        raise FreshProcessError(f"{agent.__qualname__} failed in a fresh process (PYTHONHASHSEED={hash_seed}):\n  "
-                                + "\n  ".join(tail))
+        raise FreshProcessError(
+            f"{agent.__qualname__} failed in a fresh process (PYTHONHASHSEED={hash_seed}):\n  " + "\n  ".join(tail)
+        )
     calls: list[dict[str, str]] = json.loads(done.stdout.decode().strip().splitlines()[-1])
     return calls

@@ -47,8 +47,13 @@ class DurableRun(RunResult):
     state key), read back through the store even if a checkpoint pruned it later."""
 
     def __init__(self, result: RunResult, records: dict[str, ActionState]) -> None:
-        super().__init__(emitted=result.emitted, memory=result.memory, journal=result.journal,
-                         failovers=result.failovers, crashes=result.crashes)
+        super().__init__(
+            emitted=result.emitted,
+            memory=result.memory,
+            journal=result.journal,
+            failovers=result.failovers,
+            crashes=result.crashes,
+        )
         self.records = records
 
 
@@ -88,10 +93,20 @@ def _selectors(at: str | CrashAt | Iterable[str | CrashAt]) -> list[CrashAt]:
 class DurableHarness:
     """Runs agents for one test. Created by the ``durable`` fixture; see docs/plugin/reference.md."""
 
-    def __init__(self, store_factory: StoreFactory, url: str, *, stats: Stats | None = None,
-                 journal_dir: Path | None = None, test_name: str = "test", update_journals: bool = False,
-                 pinned: Sequence[Scenario] = (), seed: int = 0, max_examples: int = 100,
-                 sweep: tuple[Sequence[Any], dict[str, Any], CrashAt | None] | None = None) -> None:
+    def __init__(
+        self,
+        store_factory: StoreFactory,
+        url: str,
+        *,
+        stats: Stats | None = None,
+        journal_dir: Path | None = None,
+        test_name: str = "test",
+        update_journals: bool = False,
+        pinned: Sequence[Scenario] = (),
+        seed: int = 0,
+        max_examples: int = 100,
+        sweep: tuple[Sequence[Any], dict[str, Any], CrashAt | None] | None = None,
+    ) -> None:
         self._store_factory = store_factory
         self.url = url
         self.clock: FrozenClock | None = None
@@ -148,8 +163,14 @@ class DurableHarness:
 
     # -- running -------------------------------------------------------------------------------------------
 
-    def run(self, agent: type[Agent] | None = None, inputs: Sequence[tuple[str, Any]] | None = None, *,
-            crash_at: str | CrashAt | Iterable[str | CrashAt] = (), **options: Any) -> DurableRun:
+    def run(
+        self,
+        agent: type[Agent] | None = None,
+        inputs: Sequence[tuple[str, Any]] | None = None,
+        *,
+        crash_at: str | CrashAt | Iterable[str | CrashAt] = (),
+        **options: Any,
+    ) -> DurableRun:
         """Run ``agent`` on ``inputs``; each selector of ``crash_at`` (e.g. ``"call1:after-effect"``)
         crashes the run in turn, followed by recovery. No invariant is checked: see :meth:`crash`.
 
@@ -166,8 +187,9 @@ class DurableHarness:
             raise TypeError("durable.run() needs an agent class and inputs (outside a durable_sweep test)")
         return self._plain_run(agent, inputs, _selectors(crash_at), options)
 
-    def _plain_run(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], selectors: list[CrashAt],
-                   options: dict[str, Any]) -> DurableRun:
+    def _plain_run(
+        self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], selectors: list[CrashAt], options: dict[str, Any]
+    ) -> DurableRun:
         injector = FaultInjector(list(selectors))
         store = RecordingStore(self._store_factory())
         if self._ledger is not None:
@@ -176,13 +198,14 @@ class DurableHarness:
         let_time_pass(options.get("clock"))  # e.g. the runs assert_deterministic compares (PLG-13)
         result = Runner(agent, store, injector=injector, **options).run(inputs)
         if injector.pending:
-            raise AssertionError(f"crash point(s) never reached: {[_selector_text(c) for c in injector.plan]}; "
-                                 f"reached: {sorted({p.label() for p in injector.trace})}")
+            raise AssertionError(
+                f"crash point(s) never reached: {[_selector_text(c) for c in injector.plan]}; "
+                f"reached: {sorted({p.label() for p in injector.trace})}"
+            )
         self._count(crashes=len(injector.fired))
         return _with_records(result, store)
 
-    def _sweep_run(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], options: dict[str, Any]
-                   ) -> DurableRun:
+    def _sweep_run(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], options: dict[str, Any]) -> DurableRun:
         assert self._sweep is not None
         self.sweep_ran = True
         point = self._sweep[2]
@@ -199,18 +222,28 @@ class DurableHarness:
         scenario = Scenario((point,), options.get("mismatch", "lenient"))
         result, injector = run_scenario(agent, inputs, recording, scenario, self._ledger, **options)
         self.outcome = check(scenario, baseline, result, injector, self._ledger)
-        self._count(points=1, crashes=len(injector.fired),
-                    anomalies=len(self._ledger.anomalies()) if self._ledger else 0)
+        self._count(
+            points=1, crashes=len(injector.fired), anomalies=len(self._ledger.anomalies()) if self._ledger else 0
+        )
         if not injector.fired:
-            raise AssertionError(f"fault point {_selector_text(point)} was reached at collection but not in this "
-                                 "run: the agent takes a different path each run (nondeterministic?)")
+            raise AssertionError(
+                f"fault point {_selector_text(point)} was reached at collection but not in this "
+                "run: the agent takes a different path each run (nondeterministic?)"
+            )
         if not self.outcome.ok:
-            raise DurableInvariantError(_explain(self.outcome, self._ledger)
-                                        + self._hint(self.outcome, agent, inputs, baseline, options))
+            raise DurableInvariantError(
+                _explain(self.outcome, self._ledger) + self._hint(self.outcome, agent, inputs, baseline, options)
+            )
         return _with_records(result, stores[-1])
 
-    def _hint(self, outcome: PointOutcome, agent: type[Agent], inputs: Sequence[tuple[str, Any]],
-              baseline: RunResult, options: dict[str, Any]) -> str:
+    def _hint(
+        self,
+        outcome: PointOutcome,
+        agent: type[Agent],
+        inputs: Sequence[tuple[str, Any]],
+        baseline: RunResult,
+        options: dict[str, Any],
+    ) -> str:
         """When outputs or memory differ, name the likely cause: a second crash-free run tells whether
         the agent differs without a crash, and its journal whether the durable calls differ too."""
         if not any(v.startswith("REC-6") for v in outcome.violations):
@@ -219,27 +252,34 @@ class DurableHarness:
             world.fresh()
         again, _ = learn(agent, inputs, self._store_factory, None, **options)
         if (again.outputs, again.memory) == (baseline.outputs, baseline.memory):
-            return ("\nnote: two crash-free runs agree, so the crash caused the difference: the re-run action "
-                    "read something its first attempt changed or that is not replayed (a global, a fake "
-                    "service's state, a value computed outside durable_execute). Read the outside world "
-                    "through durable_execute so recovery replays the value (REC-2); give stateful fakes a "
-                    "fresh state per run with durable.world(factory)")
+            return (
+                "\nnote: two crash-free runs agree, so the crash caused the difference: the re-run action "
+                "read something its first attempt changed or that is not replayed (a global, a fake "
+                "service's state, a value computed outside durable_execute). Read the outside world "
+                "through durable_execute so recovery replays the value (REC-2); give stateful fakes a "
+                "fresh state per run with durable.world(factory)"
+            )
         if journals.first_divergence(journals.entries(baseline), journals.entries(again)) is not None:
-            return ("\nnote: two crash-free runs already differ, so not every difference above comes from the "
-                    "crash: the agent's durable calls take different arguments each run; "
-                    "durable.assert_deterministic() shows the first differing call (PLG-2)")
-        return ("\nnote: two crash-free runs already differ although their durable calls are the same: the "
-                "action computes outputs or memory from state outside its inputs and memory (time, "
-                "randomness, globals) outside any durable call. Compute such values inside durable_execute "
-                "so they are recorded and replayed (REC-2)")
+            return (
+                "\nnote: two crash-free runs already differ, so not every difference above comes from the "
+                "crash: the agent's durable calls take different arguments each run; "
+                "durable.assert_deterministic() shows the first differing call (PLG-2)"
+            )
+        return (
+            "\nnote: two crash-free runs already differ although their durable calls are the same: the "
+            "action computes outputs or memory from state outside its inputs and memory (time, "
+            "randomness, globals) outside any durable call. Compute such values inside durable_execute "
+            "so they are recorded and replayed (REC-2)"
+        )
 
     def points(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], **options: Any) -> list[FaultPoint]:
         """Every distinct fault point a crash-free run reaches, in order."""
         _, points = learn(agent, inputs, self._store_factory, None, **self._options(options))
         return points_to_crash(points)
 
-    def check_scenario(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], scenario: Scenario,
-                       **options: Any) -> PointOutcome:
+    def check_scenario(
+        self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], scenario: Scenario, **options: Any
+    ) -> PointOutcome:
         """Run ``scenario`` and fail with :class:`DurableInvariantError` if any invariant breaks."""
         options = self._options(options)
         ledger = self._ledger
@@ -247,21 +287,30 @@ class DurableHarness:
         result, injector = run_scenario(agent, inputs, self._store_factory, scenario, ledger, **options)
         outcome = check(scenario, baseline, result, injector, ledger)
         # A schedule counts once all its crashes fired: one that never fires tested nothing (PLG-15).
-        self._count(scenarios=int(bool(scenario.schedule) and len(injector.fired) == len(scenario.schedule)),
-                    crashes=len(injector.fired), anomalies=len(ledger.anomalies()) if ledger else 0)
+        self._count(
+            scenarios=int(bool(scenario.schedule) and len(injector.fired) == len(scenario.schedule)),
+            crashes=len(injector.fired),
+            anomalies=len(ledger.anomalies()) if ledger else 0,
+        )
         if not outcome.ok:
-            raise DurableInvariantError(_explain(outcome, ledger) + self._hint(outcome, agent, inputs, baseline,
-                                                                                options))
+            raise DurableInvariantError(
+                _explain(outcome, ledger) + self._hint(outcome, agent, inputs, baseline, options)
+            )
         return outcome
 
-    def crash(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]],
-              at: str | CrashAt | Iterable[str | CrashAt], **options: Any) -> PointOutcome:
+    def crash(
+        self,
+        agent: type[Agent],
+        inputs: Sequence[tuple[str, Any]],
+        at: str | CrashAt | Iterable[str | CrashAt],
+        **options: Any,
+    ) -> PointOutcome:
         """Crash at ``at`` (one selector or a schedule), recover, finish, and check every durable invariant
         against a crash-free run. The selector must be reached."""
         scenario = Scenario(tuple(_selectors(at)), options.pop("mismatch", "lenient"))
         outcome = self.check_scenario(agent, inputs, scenario, **options)
         if len(outcome.fired) < len(outcome.scenario.schedule):
-            raise AssertionError(f"crash point(s) never reached: {outcome.scenario.texts()[len(outcome.fired):]}")
+            raise AssertionError(f"crash point(s) never reached: {outcome.scenario.texts()[len(outcome.fired) :]}")
         return outcome
 
     def sweep(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], **options: Any) -> list[PointOutcome]:
@@ -273,14 +322,23 @@ class DurableHarness:
         if not verdict.ok:
             bad = verdict.failing
             baseline, _ = learn(agent, inputs, self._store_factory, None, **options)
-            raise DurableInvariantError(f"durable invariants violated at {len(bad)} of {len(outcomes)} fault "
-                                        "points:\n  " + "\n  ".join(verdict.violations)
-                                        + self._hint(bad[0], agent, inputs, baseline, options))
+            raise DurableInvariantError(
+                f"durable invariants violated at {len(bad)} of {len(outcomes)} fault "
+                "points:\n  " + "\n  ".join(verdict.violations) + self._hint(bad[0], agent, inputs, baseline, options)
+            )
         return outcomes
 
-    def explore(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, max_crashes: int = 3,
-                max_examples: int | None = None, mismatch: Sequence[str] = ("lenient", "strict"),
-                reconcilers: Sequence[bool] = (True, False), **options: Any) -> int:
+    def explore(
+        self,
+        agent: type[Agent],
+        inputs: Sequence[tuple[str, Any]],
+        *,
+        max_crashes: int = 3,
+        max_examples: int | None = None,
+        mismatch: Sequence[str] = ("lenient", "strict"),
+        reconcilers: Sequence[bool] = (True, False),
+        **options: Any,
+    ) -> int:
         """Run crash schedules: first one crash at each learnt point, most revealing points first (PLG-15),
         then Hypothesis-generated schedules (several crashes, during recovery too, both mismatch modes,
         reconcilers on and off) whose every crash fires. A failure is shrunk to a minimal schedule and
@@ -312,8 +370,9 @@ class DurableHarness:
             if scenario.schedule and len(injector.fired) == len(scenario.schedule):
                 fired[0] += 1
             if not outcome.ok:
-                failing.append((scenario, _explain(outcome, self._ledger)
-                                + self._hint(outcome, agent, inputs, baseline, options)))
+                failing.append(
+                    (scenario, _explain(outcome, self._ledger) + self._hint(outcome, agent, inputs, baseline, options))
+                )
                 raise DurableInvariantError(failing[-1][1])
 
         def trace_after(scenario: Scenario) -> list[FaultPoint]:
@@ -329,26 +388,34 @@ class DurableHarness:
                 one(scenario)
             left = budget - min(budget, len(singles))
             if left:
+
                 @seed(self.seed)
-                @settings(max_examples=left, deadline=None, database=None, report_multiple_bugs=False,
-                          suppress_health_check=list(HealthCheck))
-                @given(reachable_scenarios(trace_after, max_crashes=max_crashes, mismatch=modes,
-                                           reconcilers=switches))
+                @settings(
+                    max_examples=left,
+                    deadline=None,
+                    database=None,
+                    report_multiple_bugs=False,
+                    suppress_health_check=list(HealthCheck),
+                )
+                @given(reachable_scenarios(trace_after, max_crashes=max_crashes, mismatch=modes, reconcilers=switches))
                 def generated(scenario: Scenario) -> None:
                     one(scenario)
 
                 generated()
         except DurableInvariantError:
             scenario, text = failing[-1]  # Hypothesis re-runs the minimal example last
-            raise DurableInvariantError(f"minimal failing crash schedule: {scenario.describe()}\n{text}\n"
-                                        f"reproduce with:\n    {scenario.decorator()}\n"
-                                        f"(or --durable-seed {self.seed})") from None
+            raise DurableInvariantError(
+                f"minimal failing crash schedule: {scenario.describe()}\n{text}\n"
+                f"reproduce with:\n    {scenario.decorator()}\n"
+                f"(or --durable-seed {self.seed})"
+            ) from None
         finally:
             self._count(scenarios=fired[0])
         return pinned_fired + fired[0]
 
-    def _trace_after(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], scenario: Scenario,
-                     options: dict[str, Any]) -> list[FaultPoint]:
+    def _trace_after(
+        self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], scenario: Scenario, options: dict[str, Any]
+    ) -> list[FaultPoint]:
         """The points reached after ``scenario``'s last crash fired (all of them for no crash); empty when
         the scenario fails before that or a crash never fires."""
         try:
@@ -361,12 +428,13 @@ class DurableHarness:
             return list(injector.trace)
         last = injector.fired[-1]
         index = next(i for i, p in enumerate(injector.trace) if p is last)
-        return injector.trace[index + 1:]
+        return injector.trace[index + 1 :]
 
     # -- determinism ---------------------------------------------------------------------------------------
 
-    def check_journal(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, name: str | None = None,
-                      **options: Any) -> str:
+    def check_journal(
+        self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, name: str | None = None, **options: Any
+    ) -> str:
         """Compare the crash-free run's durable calls with the golden journal of this test and agent
         (write it with ``--durable-update-journals``). Returns ``written``, ``updated`` or ``matched``."""
         if self.journal_dir is None:
@@ -379,8 +447,15 @@ class DurableHarness:
         self._count(journals=1)
         return status
 
-    def assert_deterministic(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, runs: int = 2,
-                             fresh_processes: bool = False, **options: Any) -> None:
+    def assert_deterministic(
+        self,
+        agent: type[Agent],
+        inputs: Sequence[tuple[str, Any]],
+        *,
+        runs: int = 2,
+        fresh_processes: bool = False,
+        **options: Any,
+    ) -> None:
         """Run ``runs`` times on fresh stores and fail at the first durable call whose function id, digest
         or outcome differs (time, randomness or unordered collections leaking into arguments).
 
@@ -399,8 +474,9 @@ class DurableHarness:
         for label, again in others:
             diff = journals.first_divergence(first, again, ("run 1", label))
             if diff is not None:
-                raise journals.JournalMismatch(f"{name} is nondeterministic: {label} differs from run 1 (PLG-2)\n"
-                                               f"{diff}")
+                raise journals.JournalMismatch(
+                    f"{name} is nondeterministic: {label} differs from run 1 (PLG-2)\n{diff}"
+                )
 
 
 def _with_records(result: RunResult, store: RecordingStore) -> DurableRun:

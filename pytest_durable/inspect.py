@@ -70,7 +70,7 @@ class InspectError(DurableError):
 
 def _preview(value: Any) -> str:
     text = repr(value)
-    return text if len(text) <= _PREVIEW else text[:_PREVIEW - 1] + "…"
+    return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
 
 
 def _decode_payload(data: bytes, exception: bool) -> Any:
@@ -85,8 +85,13 @@ def _decode_payload(data: bytes, exception: bool) -> Any:
 
 
 def call_view(index: int, call: CallResult, location: Location) -> CallView:
-    view = CallView(index, call.function_id, call.args_digest, call.effective_status.value,
-                    "legacy" if call.status is None else call.status.value)
+    view = CallView(
+        index,
+        call.function_id,
+        call.args_digest,
+        call.effective_status.value,
+        "legacy" if call.status is None else call.status.value,
+    )
     try:
         if call.exception_payload is not None:
             exc = _decode_payload(call.exception_payload, exception=True)
@@ -158,8 +163,9 @@ def _sqlite(path: str) -> Iterator[StateView]:
             state = decode_state(header, loc)
             for expected, (idx, body) in enumerate(calls.get(sk, [])):
                 if idx != expected:
-                    raise CorruptRecordError(f"call results have a gap before index {idx}",
-                                             Location(loc.key, loc.seq, loc.action, expected))
+                    raise CorruptRecordError(
+                        f"call results have a gap before index {idx}", Location(loc.key, loc.seq, loc.action, expected)
+                    )
                 state.call_results.append(decode_call_result(body, Location(loc.key, loc.seq, loc.action, idx)))
             return state
 
@@ -174,7 +180,7 @@ def _redis(url: str, namespace: str, timeout: float) -> Iterator[StateView]:
     try:
         prefix = f"{namespace}:state:"
         for raw in sorted(store.client.scan_iter(match=f"{prefix}*")):
-            sk = raw.decode("utf-8", "replace")[len(prefix):]
+            sk = raw.decode("utf-8", "replace")[len(prefix) :]
             fields = store.client.hgetall(raw)
             bodies = store.client.lrange(f"{namespace}:calls:{sk}", 0, -1)
             key = fields.get(b"key", b"").decode("utf-8", "replace")
@@ -183,11 +189,13 @@ def _redis(url: str, namespace: str, timeout: float) -> Iterator[StateView]:
             seq = int(seq_text) if seq_text.lstrip("-").isdigit() else None
             loc = Location(key, seq, action)
 
-            def decode(header: bytes = fields.get(b"header", b""), bodies: list[bytes] = bodies,
-                       loc: Location = loc) -> ActionState:
+            def decode(
+                header: bytes = fields.get(b"header", b""), bodies: list[bytes] = bodies, loc: Location = loc
+            ) -> ActionState:
                 state = decode_state(header, loc)
-                state.call_results = [decode_call_result(b, Location(loc.key, loc.seq, loc.action, i))
-                                      for i, b in enumerate(bodies)]
+                state.call_results = [
+                    decode_call_result(b, Location(loc.key, loc.seq, loc.action, i)) for i, b in enumerate(bodies)
+                ]
                 return state
 
             yield state_view(StateView(key, seq, action, sk, format="native"), decode)
@@ -213,15 +221,17 @@ def _kafka(url: str, timeout: float) -> Iterator[StateView]:
         store.close()
 
 
-def inspect_store(url: str, *, key: str | None = None, namespace: str = "durable",
-                  timeout: float = 10.0) -> list[StateView]:
+def inspect_store(
+    url: str, *, key: str | None = None, namespace: str = "durable", timeout: float = 10.0
+) -> list[StateView]:
     """Every state ``url`` holds (only business key ``key``'s when given), sorted by key, seq and action."""
     from reference_runtime.stores.urls import parse_store_url
 
     parsed = parse_store_url(url)
     if parsed.scheme == "memory":
-        raise InspectError("memory: lives inside the process that made it; inspect a sqlite:, redis:// or "
-                           "kafka:// store")
+        raise InspectError(
+            "memory: lives inside the process that made it; inspect a sqlite:, redis:// or kafka:// store"
+        )
     if parsed.scheme == "sqlite":
         views = list(_sqlite(parsed.path))
     elif parsed.scheme == "redis":
@@ -238,7 +248,7 @@ def inspect_store(url: str, *, key: str | None = None, namespace: str = "durable
 
 def _compact(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False, default=repr)
-    return text if len(text) <= _PREVIEW else text[:_PREVIEW - 1] + "…"
+    return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
 
 
 def render(url: str, views: list[StateView]) -> str:
@@ -255,11 +265,18 @@ def render(url: str, views: list[StateView]) -> str:
             lines.append(f"    event      {v.task_event['type']} {_compact(v.task_event['attributes'])}")
         for c in v.calls:
             legacy = " (no status written)" if c.status_written == "legacy" else ""
-            outcome = (f"undecodable: {c.decode_error}" if c.decode_error else
-                       f"raised {c.exception}" if c.exception is not None else
-                       f"-> {c.result}" if c.result is not None else "")
-            lines.append(f"    call {c.index:<5} {c.function_id}  {c.args_digest}  {c.status}{legacy}  {outcome}"
-                         .rstrip())
+            outcome = (
+                f"undecodable: {c.decode_error}"
+                if c.decode_error
+                else f"raised {c.exception}"
+                if c.exception is not None
+                else f"-> {c.result}"
+                if c.result is not None
+                else ""
+            )
+            lines.append(
+                f"    call {c.index:<5} {c.function_id}  {c.args_digest}  {c.status}{legacy}  {outcome}".rstrip()
+            )
         for name, updates in (("memory", v.short_term_memory), ("sensory", v.sensory_memory)):
             for u in updates:
                 what = "new object" if u.get("new_object") else _compact(u["value"])
@@ -270,15 +287,20 @@ def render(url: str, views: list[StateView]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="durable inspect",
-                                     description="print what a store holds (read-only)")
-    parser.add_argument("url", metavar="URL", help="sqlite:PATH, redis://HOST:PORT/DB, kafka://HOST:PORT/TOPIC"
-                                                   "[?format=flink-agents]")
+    parser = argparse.ArgumentParser(prog="durable inspect", description="print what a store holds (read-only)")
+    parser.add_argument(
+        "url", metavar="URL", help="sqlite:PATH, redis://HOST:PORT/DB, kafka://HOST:PORT/TOPIC[?format=flink-agents]"
+    )
     parser.add_argument("--key", metavar="KEY", help="only the states of this business key")
     parser.add_argument("--json", action="store_true", help="print JSON (a list of states) instead of a table")
     parser.add_argument("--namespace", default="durable", metavar="NS", help="Redis key namespace (default durable)")
-    parser.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
-                        help="give up on an unreachable server after this long (default 10)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="give up on an unreachable server after this long (default 10)",
+    )
     args = parser.parse_args(argv)
     try:
         views = inspect_store(args.url, key=args.key, namespace=args.namespace, timeout=args.timeout)

@@ -33,12 +33,15 @@ def entries(result: RunResult | Sequence[JournalEntry]) -> list[dict[str, str]]:
     for e in journal:
         c = e.call_id
         last[(c.key, c.seq, c.action, c.call_index)] = e
-    return [{"call": str(e.call_id), "function_id": e.function_id, "args_digest": e.args_digest,
-             "outcome": e.outcome} for _, e in sorted(last.items(), key=lambda kv: kv[0])]
+    return [
+        {"call": str(e.call_id), "function_id": e.function_id, "args_digest": e.args_digest, "outcome": e.outcome}
+        for _, e in sorted(last.items(), key=lambda kv: kv[0])
+    ]
 
 
-def first_divergence(golden: list[dict[str, str]], actual: list[dict[str, str]], names: tuple[str, str] = (
-        "golden", "now")) -> str | None:
+def first_divergence(
+    golden: list[dict[str, str]], actual: list[dict[str, str]], names: tuple[str, str] = ("golden", "now")
+) -> str | None:
     """A field-level description of the first entry where the two journals differ, or None; ``names``
     label the two sides."""
     a, b = names
@@ -48,10 +51,11 @@ def first_divergence(golden: list[dict[str, str]], actual: list[dict[str, str]],
             for f in FIELDS:
                 if want.get(f) != got.get(f):
                     lines.append(f"  {f}: {a} {want.get(f)!r} != {b} {got.get(f)!r}")
-            if want.get("function_id") == got.get("function_id") and want.get("args_digest") != got.get(
-                    "args_digest"):
-                lines.append("  same function, different arguments: check for time, randomness, ids or set/dict "
-                             "ordering leaking into the call's arguments")
+            if want.get("function_id") == got.get("function_id") and want.get("args_digest") != got.get("args_digest"):
+                lines.append(
+                    "  same function, different arguments: check for time, randomness, ids or set/dict "
+                    "ordering leaking into the call's arguments"
+                )
             return "\n".join(lines)
     if len(golden) != len(actual):
         i = min(len(golden), len(actual))
@@ -99,6 +103,8 @@ def compare(path: Path, agent: str, calls: list[dict[str, str]], *, update: bool
         raise JournalMismatch(f"no golden journal at {path}; run pytest with --durable-update-journals to write it")
     diff = first_divergence(load(path), calls)
     if diff is not None:
-        raise JournalMismatch(f"{agent}: durable calls differ from the golden journal {path} (PLG-2)\n{diff}\n"
-                              "If the change is intended, rerun with --durable-update-journals.")
+        raise JournalMismatch(
+            f"{agent}: durable calls differ from the golden journal {path} (PLG-2)\n{diff}\n"
+            "If the change is intended, rerun with --durable-update-journals."
+        )
     return "matched"

@@ -92,8 +92,9 @@ class Ledger:
         with self._lock:
             self._reconciles.append(Effect(name, call_id or _call_id((), {}), self._run))
 
-    def wrap(self, fn: Callable[P, R], name: str | None = None, *,
-             dedup: Callable[..., object] | None = None) -> Callable[P, R]:
+    def wrap(
+        self, fn: Callable[P, R], name: str | None = None, *, dedup: Callable[..., object] | None = None
+    ) -> Callable[P, R]:
         """``fn`` with every call booked. The wrapper keeps ``__module__``/``__qualname__``, so a wrapped
         durable function keeps its function id and its recorded calls still replay.
 
@@ -200,16 +201,22 @@ class Ledger:
         """The ledger as an aligned text table."""
         rows = self.rows() if rows is None else rows
         head = ("effect", "idempotency id", "expected", "happened", "attempts", "reconciled", "status")
-        body = [(r.name, r.call_id, str(r.expected), str(r.happened), str(r.attempts), str(r.reconciled), r.status)
-                for r in rows]
+        body = [
+            (r.name, r.call_id, str(r.expected), str(r.happened), str(r.attempts), str(r.reconciled), r.status)
+            for r in rows
+        ]
         widths = [max(len(line[i]) for line in [head, *body]) for i in range(len(head))]
-        return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
-                         for line in [head, *body])
+        return "\n".join(
+            "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in [head, *body]
+        )
 
     def violations(self) -> list[str]:
         """One PLG-3 message per anomaly of the current run."""
-        return [f"PLG-3: effect {r.name} for {r.call_id} {r.status} in {self.label} "
-                f"(expected {r.expected}, happened {r.happened})" for r in self.anomalies()]
+        return [
+            f"PLG-3: effect {r.name} for {r.call_id} {r.status} in {self.label} "
+            f"(expected {r.expected}, happened {r.happened})"
+            for r in self.anomalies()
+        ]
 
     def assert_exactly_once(self) -> None:
         """Fail with the ledger table unless every effect of the current run happened as expected."""

@@ -30,8 +30,10 @@ def resolve(spec: str, option: str) -> tuple[Any, str, Any]:
         owner: Any = importlib.import_module(module)
     except ModuleNotFoundError as exc:
         if exc.name is not None and (module == exc.name or module.startswith(exc.name + ".")):
-            raise CommandError(f"{option} {spec!r}: no module named {exc.name!r} (run from the directory that "
-                               "contains it, or install it)") from None
+            raise CommandError(
+                f"{option} {spec!r}: no module named {exc.name!r} (run from the directory that "
+                "contains it, or install it)"
+            ) from None
         raise CommandError(f"{option} {spec!r}: importing {module} failed: {exc}") from None
     except Exception as exc:  # the user's module raised while importing
         raise CommandError(f"{option} {spec!r}: importing {module} raised {type(exc).__name__}: {exc}") from None

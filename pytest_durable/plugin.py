@@ -42,24 +42,42 @@ _SUMMARY = (
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("durable", "durable execution testing (pytest-durable)")
-    group.addoption("--durable-store", metavar="URL", default=None,
-                    help="store for the durable fixtures: memory: (default), sqlite:[FILE], redis://HOST:PORT/DB, "
-                         "kafka://HOST:PORT/TOPIC. ini: durable_store")
-    group.addoption("--durable-seed", metavar="N", default=None,
-                    help="seed for crash-schedule exploration (default: random, shown in the header). "
-                         "ini: durable_seed")
-    group.addoption("--durable-max-examples", metavar="N", default=None,
-                    help="crash schedules per durable.explore() call (default 100). ini: durable_max_examples")
-    group.addoption("--durable-update-journals", action="store_true", default=None,
-                    help="write or update golden journals instead of comparing. ini: durable_update_journals")
-    group.addoption("--durable-journal-dir", metavar="DIR", default=None,
-                    help="directory of golden journals (default: durable_journals/ beside each test file). "
-                         "ini: durable_journal_dir")
+    group.addoption(
+        "--durable-store",
+        metavar="URL",
+        default=None,
+        help="store for the durable fixtures: memory: (default), sqlite:[FILE], redis://HOST:PORT/DB, "
+        "kafka://HOST:PORT/TOPIC. ini: durable_store",
+    )
+    group.addoption(
+        "--durable-seed",
+        metavar="N",
+        default=None,
+        help="seed for crash-schedule exploration (default: random, shown in the header). ini: durable_seed",
+    )
+    group.addoption(
+        "--durable-max-examples",
+        metavar="N",
+        default=None,
+        help="crash schedules per durable.explore() call (default 100). ini: durable_max_examples",
+    )
+    group.addoption(
+        "--durable-update-journals",
+        action="store_true",
+        default=None,
+        help="write or update golden journals instead of comparing. ini: durable_update_journals",
+    )
+    group.addoption(
+        "--durable-journal-dir",
+        metavar="DIR",
+        default=None,
+        help="directory of golden journals (default: durable_journals/ beside each test file). "
+        "ini: durable_journal_dir",
+    )
     parser.addini("durable_store", "store URL for the durable fixtures", default="memory:")
     parser.addini("durable_seed", "seed for crash-schedule exploration", default="")
     parser.addini("durable_max_examples", "crash schedules per durable.explore() call", default="100")
-    parser.addini("durable_update_journals", "write golden journals instead of comparing", type="bool",
-                  default=False)
+    parser.addini("durable_update_journals", "write golden journals instead of comparing", type="bool", default=False)
     parser.addini("durable_journal_dir", "directory of golden journals", default="")
 
 
@@ -109,10 +127,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_MAX_EXAMPLES] = _positive_int("max_examples", _option(config, "max_examples"))
     config.stash[_TOTALS] = {}
     config.pluginmanager.register(_Totals(config.stash[_TOTALS]), "durable-totals")
-    config.addinivalue_line("markers", "durable_sweep(agent, inputs, **options): run the test once crash-free "
-                                       "and once per fault point of agent on inputs (ids crash=<point>)")
-    config.addinivalue_line("markers", "durable_schedule(*selectors, mismatch='lenient', reconcilers=True): a "
-                                       "crash schedule durable.explore() runs before exploring")
+    config.addinivalue_line(
+        "markers",
+        "durable_sweep(agent, inputs, **options): run the test once crash-free "
+        "and once per fault point of agent on inputs (ids crash=<point>)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "durable_schedule(*selectors, mismatch='lenient', reconcilers=True): a "
+        "crash schedule durable.explore() runs before exploring",
+    )
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -157,8 +181,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     where = metafunc.definition.nodeid
     if "durable_point" not in metafunc.fixturenames:
         # A collection error without a traceback: one line naming the test and the fix (PLG-9).
-        pytest.fail(f"{where}: @pytest.mark.durable_sweep needs the durable fixture: add a `durable` argument "
-                    "to the test and call durable.run()", pytrace=False)
+        pytest.fail(
+            f"{where}: @pytest.mark.durable_sweep needs the durable fixture: add a `durable` argument "
+            "to the test and call durable.run()",
+            pytrace=False,
+        )
     from .sweep import MarkerError, sweep_params
 
     try:
@@ -196,8 +223,9 @@ def _journal_dir(config: pytest.Config, node_path: Path) -> Path:
 
 
 @pytest.fixture
-def durable(request: pytest.FixtureRequest, durable_point: CrashAt | None,
-            tmp_path_factory: pytest.TempPathFactory) -> Iterator[DurableHarness]:
+def durable(
+    request: pytest.FixtureRequest, durable_point: CrashAt | None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DurableHarness]:
     """Run an agent on the configured store: ``run``, ``crash``, ``sweep``, ``explore``,
     ``check_journal``, ``assert_deterministic``. See docs/plugin/reference.md."""
     from .harness import DurableHarness, make_store_factory
@@ -211,9 +239,14 @@ def durable(request: pytest.FixtureRequest, durable_point: CrashAt | None,
     sweep = request.node.get_closest_marker("durable_sweep")
     stores = make_store_factory(url, lambda: tmp_path_factory.mktemp("durable"))
     harness = DurableHarness(
-        stores, url, stats=stats,
-        journal_dir=_journal_dir(config, request.node.path), test_name=request.node.name,
-        update_journals=bool(_option(config, "update_journals")), pinned=pinned, seed=config.stash[_SEED],
+        stores,
+        url,
+        stats=stats,
+        journal_dir=_journal_dir(config, request.node.path),
+        test_name=request.node.name,
+        update_journals=bool(_option(config, "update_journals")),
+        pinned=pinned,
+        seed=config.stash[_SEED],
         max_examples=config.stash[_MAX_EXAMPLES],
         sweep=(sweep.args, dict(sweep.kwargs), durable_point) if sweep is not None else None,
     )
@@ -224,11 +257,15 @@ def durable(request: pytest.FixtureRequest, durable_point: CrashAt | None,
     if harness.sweep_ran is False:  # only a durable_sweep test has False here
         info = getattr(request.node, "_fixtureinfo", None)
         if info is not None and not {"durable", "durable_harness"} & set(info.argnames):
-            raise AssertionError(f"{request.node.nodeid}: marked durable_sweep but the test does not take the "
-                                 "`durable` fixture (only a fixture built on it): add a `durable` argument and "
-                                 "call durable.run() in the test")
-        raise AssertionError(f"{request.node.nodeid}: marked durable_sweep but never called durable.run() "
-                             "(the crash at this point was not exercised)")
+            raise AssertionError(
+                f"{request.node.nodeid}: marked durable_sweep but the test does not take the "
+                "`durable` fixture (only a fixture built on it): add a `durable` argument and "
+                "call durable.run() in the test"
+            )
+        raise AssertionError(
+            f"{request.node.nodeid}: marked durable_sweep but never called durable.run() "
+            "(the crash at this point was not exercised)"
+        )
     for name, value in stats.properties():
         request.node.user_properties.append((name, value))
 

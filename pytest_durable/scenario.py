@@ -61,8 +61,9 @@ def parse_crash(text: str) -> CrashAt:
     try:
         pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
     except ValueError as exc:
-        raise ScheduleSyntaxError(f"crash selector {text!r}: the part after '?' must be name=value pairs joined "
-                                  f"by '&' ({exc})") from None
+        raise ScheduleSyntaxError(
+            f"crash selector {text!r}: the part after '?' must be name=value pairs joined by '&' ({exc})"
+        ) from None
     for name, value in pairs:
         if name not in ("key", "seq", "action", "nth") or name in fields:
             raise ScheduleSyntaxError(f"crash selector {text!r}: unknown or repeated field {name!r}")
@@ -74,9 +75,14 @@ def parse_crash(text: str) -> CrashAt:
     nth = int(fields.get("nth", "1"))
     if nth < 1:
         raise ScheduleSyntaxError(f"crash selector {text!r}: nth counts from 1")
-    return CrashAt(base.phase, fields.get("key", base.key),
-                   int(fields["seq"]) if "seq" in fields else base.seq,
-                   fields.get("action", base.action), base.call_index, nth)
+    return CrashAt(
+        base.phase,
+        fields.get("key", base.key),
+        int(fields["seq"]) if "seq" in fields else base.seq,
+        fields.get("action", base.action),
+        base.call_index,
+        nth,
+    )
 
 
 def selector_for(point: FaultPoint, nth: int = 1) -> CrashAt:
@@ -132,5 +138,4 @@ def scenario_from_marker(args: Sequence[object], kwargs: dict[str, object]) -> S
     mismatch = kwargs.get("mismatch", "lenient")
     if mismatch not in ("lenient", "strict"):
         raise ScheduleSyntaxError(f"durable_schedule: mismatch must be 'lenient' or 'strict', not {mismatch!r}")
-    return Scenario.of(*[str(a) for a in args], mismatch=mismatch,
-                       reconcilers=bool(kwargs.get("reconcilers", True)))
+    return Scenario.of(*[str(a) for a in args], mismatch=mismatch, reconcilers=bool(kwargs.get("reconcilers", True)))

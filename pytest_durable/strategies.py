@@ -28,8 +28,16 @@ from .scenario import MismatchMode, Scenario, selector_for
 #: Where crashes show bugs first (PLG-15): a crash before completion replays every recorded call (so time,
 #: randomness or an effect outside a durable call shows), after an effect re-runs an unrecorded call, then
 #: the rest; a crash before a call starts shows least.
-PRIORITY = (Phase.BEFORE_COMPLETE, Phase.AFTER_EFFECT, Phase.AFTER_RECORD, Phase.AFTER_PENDING,
-            Phase.BETWEEN_ACTIONS, Phase.AFTER_COMPLETE, Phase.CHECKPOINT, Phase.BEFORE_CALL)
+PRIORITY = (
+    Phase.BEFORE_COMPLETE,
+    Phase.AFTER_EFFECT,
+    Phase.AFTER_RECORD,
+    Phase.AFTER_PENDING,
+    Phase.BETWEEN_ACTIONS,
+    Phase.AFTER_COMPLETE,
+    Phase.CHECKPOINT,
+    Phase.BEFORE_CALL,
+)
 
 
 def fireable(points: Sequence[FaultPoint], max_nth: int = 2) -> list[CrashAt]:
@@ -59,23 +67,33 @@ def crash_selectors(points: Sequence[FaultPoint], max_nth: int = 2) -> st.Search
     return st.sampled_from(choices)
 
 
-def crash_schedules(points: Sequence[FaultPoint], *, min_crashes: int = 1, max_crashes: int = 3,
-                    max_nth: int = 2) -> st.SearchStrategy[tuple[CrashAt, ...]]:
+def crash_schedules(
+    points: Sequence[FaultPoint], *, min_crashes: int = 1, max_crashes: int = 3, max_nth: int = 2
+) -> st.SearchStrategy[tuple[CrashAt, ...]]:
     """Several crashes in order; each is armed when the previous one fired, so later ones can land in
     the recovery of earlier ones. Shrinks towards fewer crashes. Only the first is sure to fire: use
     :func:`reachable_scenarios` for schedules whose every crash fires."""
     return st.lists(crash_selectors(points, max_nth), min_size=min_crashes, max_size=max_crashes).map(tuple)
 
 
-def scenarios(points: Sequence[FaultPoint], *, min_crashes: int = 1, max_crashes: int = 3, max_nth: int = 2,
-              mismatch: Sequence[MismatchMode] = ("lenient", "strict"),
-              reconcilers: Sequence[bool] = (True, False)) -> st.SearchStrategy[Scenario]:
+def scenarios(
+    points: Sequence[FaultPoint],
+    *,
+    min_crashes: int = 1,
+    max_crashes: int = 3,
+    max_nth: int = 2,
+    mismatch: Sequence[MismatchMode] = ("lenient", "strict"),
+    reconcilers: Sequence[bool] = (True, False),
+) -> st.SearchStrategy[Scenario]:
     """Crash schedules combined with a mismatch mode and reconcilers on or off (spec DE-14). Shrinks
     towards the first choice of each (lenient, reconcilers on)."""
     modes: list[Literal["lenient", "strict"]] = list(mismatch)
-    return st.builds(Scenario, crash_schedules(points, min_crashes=min_crashes, max_crashes=max_crashes,
-                                               max_nth=max_nth),
-                     st.sampled_from(modes), st.sampled_from(list(reconcilers)))
+    return st.builds(
+        Scenario,
+        crash_schedules(points, min_crashes=min_crashes, max_crashes=max_crashes, max_nth=max_nth),
+        st.sampled_from(modes),
+        st.sampled_from(list(reconcilers)),
+    )
 
 
 #: The points a run reaches after the last crash of a scenario fired (the crash-free trace for no crash);
@@ -83,9 +101,15 @@ def scenarios(points: Sequence[FaultPoint], *, min_crashes: int = 1, max_crashes
 TraceAfter = Callable[[Scenario], Sequence[FaultPoint]]
 
 
-def reachable_scenarios(trace_after: TraceAfter, *, min_crashes: int = 1, max_crashes: int = 3, max_nth: int = 2,
-                        mismatch: Sequence[MismatchMode] = ("lenient", "strict"),
-                        reconcilers: Sequence[bool] = (True, False)) -> st.SearchStrategy[Scenario]:
+def reachable_scenarios(
+    trace_after: TraceAfter,
+    *,
+    min_crashes: int = 1,
+    max_crashes: int = 3,
+    max_nth: int = 2,
+    mismatch: Sequence[MismatchMode] = ("lenient", "strict"),
+    reconcilers: Sequence[bool] = (True, False),
+) -> st.SearchStrategy[Scenario]:
     """Scenarios whose every crash fires (PLG-15): each selector is drawn from :func:`fireable` over the
     points reached after the previous crash (``trace_after``), so later crashes land in recovery only where
     recovery really goes. Shrinks towards fewer crashes, the most revealing points and the first modes."""

@@ -60,8 +60,13 @@ def call_key(call: CallId) -> str:
     return f"{call.key}/{call.seq}/{call.action}/{call.call_index}"
 
 
-def learn(agent: type[Agent], inputs: Sequence[tuple[str, Any]], store: StoreFactory,
-          ledger: Ledger | None = None, **options: Any) -> tuple[RunResult, list[FaultPoint]]:
+def learn(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    store: StoreFactory,
+    ledger: Ledger | None = None,
+    **options: Any,
+) -> tuple[RunResult, list[FaultPoint]]:
     """The crash-free result and the fault points it reached, in order."""
     if ledger is not None:
         ledger.new_run("the crash-free run", baseline=True)
@@ -71,9 +76,14 @@ def learn(agent: type[Agent], inputs: Sequence[tuple[str, Any]], store: StoreFac
     return result, list(injector.trace)
 
 
-def run_scenario(agent: type[Agent], inputs: Sequence[tuple[str, Any]], store: StoreFactory,
-                 scenario: Scenario, ledger: Ledger | None = None, **options: Any,
-                 ) -> tuple[RunResult, FaultInjector]:
+def run_scenario(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    store: StoreFactory,
+    scenario: Scenario,
+    ledger: Ledger | None = None,
+    **options: Any,
+) -> tuple[RunResult, FaultInjector]:
     """Run with ``scenario``'s crashes, recovering after each."""
     if ledger is not None:
         ledger.new_run(f"the run crashing at {scenario.describe()}")
@@ -88,17 +98,20 @@ def run_scenario(agent: type[Agent], inputs: Sequence[tuple[str, Any]], store: S
     return result, injector
 
 
-def check(scenario: Scenario, baseline: RunResult, result: RunResult, injector: FaultInjector,
-          ledger: Ledger | None = None) -> PointOutcome:
+def check(
+    scenario: Scenario, baseline: RunResult, result: RunResult, injector: FaultInjector, ledger: Ledger | None = None
+) -> PointOutcome:
     """Every durable invariant that ``result`` (a run with crashes) must keep against ``baseline``."""
     out = PointOutcome(scenario, result, list(injector.fired))
     where = out.where
     if result.outputs != baseline.outputs:
-        out.violations.append(f"REC-6: outputs differ after a crash at {where}: "
-                              f"{result.outputs!r} != crash-free {baseline.outputs!r}")
+        out.violations.append(
+            f"REC-6: outputs differ after a crash at {where}: {result.outputs!r} != crash-free {baseline.outputs!r}"
+        )
     if result.memory != baseline.memory:
-        out.violations.append(f"REC-6: memory differs after a crash at {where}: "
-                              + memory_diff(baseline.memory, result.memory))
+        out.violations.append(
+            f"REC-6: memory differs after a crash at {where}: " + memory_diff(baseline.memory, result.memory)
+        )
     # Which attempt (failovers before it) each recorded call's terminal record landed in, by call id
     # (key, seq, action, call index): a fault point's fields 1..4, a journal entry's CallId.
     recorded: dict[tuple[Any, ...], int] = {}
@@ -116,18 +129,20 @@ def check(scenario: Scenario, baseline: RunResult, result: RunResult, injector: 
     executed = Counter(e.call_id for e in result.journal if e.source == "executed")
     expected_runs = Counter(e.call_id for e in baseline.journal if e.source == "executed")
     rec3 = set(out.re_executed)
-    out.repeated = sorted(str(c) for c, n in executed.items()
-                          if n > expected_runs.get(c, 0) and call_key(c) not in rec3)
+    out.repeated = sorted(
+        str(c) for c, n in executed.items() if n > expected_runs.get(c, 0) and call_key(c) not in rec3
+    )
     for cid in sorted(set(out.re_executed)):
-        out.violations.append(f"REC-3: call {cid} had a persisted record but executed again after a crash at "
-                              f"{where}")
+        out.violations.append(f"REC-3: call {cid} had a persisted record but executed again after a crash at {where}")
     seen = Counter((e.key, e.seq, e.action) for e in result.emitted)
     expected = Counter((e.key, e.seq, e.action) for e in baseline.emitted)
     for k, n in sorted(seen.items()):
         if n > expected.get(k, 0):
             out.duplicates.append(f"{k[0]}/{k[1]}/{k[2]}")
-            out.violations.append(f"REC-4: action {k[0]}/{k[1]}/{k[2]} emitted {n} output events after a crash "
-                                  f"at {where}, {expected.get(k, 0)} without one")
+            out.violations.append(
+                f"REC-4: action {k[0]}/{k[1]}/{k[2]} emitted {n} output events after a crash "
+                f"at {where}, {expected.get(k, 0)} without one"
+            )
     booked: set[str] = set()
     if ledger is not None:
         out.violations.extend(ledger.violations())
@@ -183,14 +198,18 @@ class Verdict:
         """What this verdict could not check; empty when it checked everything it knows of."""
         notes = []
         if not self.effects_declared:
-            notes.append("no side effects were declared, so duplicate effects were not checked: an effect "
-                         "outside durable_execute, or a non-idempotent call re-executed after a crash, "
-                         "would pass unseen (declare effects: durable sweep --effect MODULE:NAME, or "
-                         "durable_ledger.wrap in a test) (PLG-3)")
+            notes.append(
+                "no side effects were declared, so duplicate effects were not checked: an effect "
+                "outside durable_execute, or a non-idempotent call re-executed after a crash, "
+                "would pass unseen (declare effects: durable sweep --effect MODULE:NAME, or "
+                "durable_ledger.wrap in a test) (PLG-3)"
+            )
         if self.unchecked:
-            notes.append(f"{len(self.unchecked)} call(s) ran again after a crash with no record and no "
-                         f"reconciler (DE-6) and no declared effect was booked for them: "
-                         f"{', '.join(self.unchecked)}; safe only if those calls are idempotent")
+            notes.append(
+                f"{len(self.unchecked)} call(s) ran again after a crash with no record and no "
+                f"reconciler (DE-6) and no declared effect was booked for them: "
+                f"{', '.join(self.unchecked)}; safe only if those calls are idempotent"
+            )
         return notes
 
     def summary(self) -> str:
@@ -213,8 +232,13 @@ def points_to_crash(points: Sequence[FaultPoint]) -> list[FaultPoint]:
     return unique
 
 
-def sweep(agent: type[Agent], inputs: Sequence[tuple[str, Any]], store: StoreFactory,
-          ledger: Ledger | None = None, **options: Any) -> list[PointOutcome]:
+def sweep(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    store: StoreFactory,
+    ledger: Ledger | None = None,
+    **options: Any,
+) -> list[PointOutcome]:
     """Crash once at every point of the crash-free run, recover, check."""
     baseline, points = learn(agent, inputs, store, ledger, **options)
     outcomes = []
@@ -240,7 +264,7 @@ class MarkerError(TypeError):
 #: Runner arguments the harness sets itself, with what to use instead.
 HARNESS_OWNED = {
     "store": "the store comes from --durable-store URL (ini durable_store); a custom store needs "
-             "reference_runtime.Runner(agent, store) directly",
+    "reference_runtime.Runner(agent, store) directly",
     "injector": "crashes come from the sweep, or from crash_at= / durable.crash(..., at=...)",
     "reopen_store": "the harness reopens stores itself",
 }
@@ -271,17 +295,23 @@ def sweep_marker(args: Sequence[Any], kwargs: dict[str, Any], where: str) -> tup
         raise MarkerError(f"{where}: durable_sweep takes 2 positional arguments, got {len(args)}; {usage}")
     agent, inputs = args
     if not is_agent(agent):
-        raise MarkerError(f"{where}: durable_sweep's first argument must be an Agent subclass (or a flink_agents "
-                          f"Agent), got {agent!r}; "
-                          f"{usage}")
+        raise MarkerError(
+            f"{where}: durable_sweep's first argument must be an Agent subclass (or a flink_agents "
+            f"Agent), got {agent!r}; "
+            f"{usage}"
+        )
     if isinstance(inputs, dict):
-        raise MarkerError(f"{where}: durable_sweep's inputs are a dict; pass a list of (key, input) pairs, "
-                          f"e.g. list(inputs.items()) for {{key: input}}")
+        raise MarkerError(
+            f"{where}: durable_sweep's inputs are a dict; pass a list of (key, input) pairs, "
+            f"e.g. list(inputs.items()) for {{key: input}}"
+        )
     pairs = list(inputs) if isinstance(inputs, Sequence) and not isinstance(inputs, str | bytes) else None
     bad = pairs is None or any(not isinstance(p, tuple | list) or len(p) != 2 for p in pairs)
     if bad or not pairs:
-        raise MarkerError(f"{where}: durable_sweep's inputs must be a non-empty list of (key, input) pairs, "
-                          f"got {inputs!r:.80}; {usage}")
+        raise MarkerError(
+            f"{where}: durable_sweep's inputs must be a non-empty list of (key, input) pairs, "
+            f"got {inputs!r:.80}; {usage}"
+        )
     check_runner_options(kwargs, f"{where}: durable_sweep")
     return agent, [(str(k), v) for k, v in pairs]
 
@@ -304,14 +334,27 @@ def sweep_params(args: Sequence[Any], kwargs: dict[str, Any], where: str) -> tup
     except Exception as exc:
         # One test that errors with the reason, rather than a traceback that stops the session (PLG-12).
         name = getattr(agent, "__qualname__", type(agent).__qualname__)
-        return [LearningFailed(f"{where}: the crash-free run of {name} on the marker's inputs failed "
-                               f"while its fault points were learnt, so no crash test can run: "
-                               f"{type(exc).__name__}: {exc}")], ["crash=none"]
+        return [
+            LearningFailed(
+                f"{where}: the crash-free run of {name} on the marker's inputs failed "
+                f"while its fault points were learnt, so no crash test can run: "
+                f"{type(exc).__name__}: {exc}"
+            )
+        ], ["crash=none"]
     order = list(Phase)
     # Per input: its calls in order, then its action phases; run-level points (checkpoints) last.
-    unique = sorted(points_to_crash(points), key=lambda p: (p.key is None, p.key or "", p.seq or 0, p.action or "",
-                                                              p.call_index is None, p.call_index or 0,
-                                                              order.index(p.phase)))
+    unique = sorted(
+        points_to_crash(points),
+        key=lambda p: (
+            p.key is None,
+            p.key or "",
+            p.seq or 0,
+            p.action or "",
+            p.call_index is None,
+            p.call_index or 0,
+            order.index(p.phase),
+        ),
+    )
     labels = Counter(p.label() for p in unique)
     params: list[Any] = [None]
     ids = ["crash=none"]

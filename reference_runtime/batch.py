@@ -90,11 +90,13 @@ async def run_batch(ex: ActionExecution, calls: list[DurableCall], config: Mappi
             slot.started = True
             if slot.plan == "reconcile":
                 assert slot.call.reconciler is not None
-                outcome = await ex.offload(slot.call.reconciler, (), {}, ex.context_for(slot.index, slot.fid,
-                                                                                        slot.digest))
+                outcome = await ex.offload(
+                    slot.call.reconciler, (), {}, ex.context_for(slot.index, slot.fid, slot.digest)
+                )
             else:
-                outcome = await ex.offload(slot.call.func, slot.call.args, slot.kwargs,
-                                           ex.context_for(slot.index, slot.fid, slot.digest))
+                outcome = await ex.offload(
+                    slot.call.func, slot.call.args, slot.kwargs, ex.context_for(slot.index, slot.fid, slot.digest)
+                )
             if halted:
                 return  # another slot crashed while this one ran: a dead process records nothing more
             if deadline is not None and clock.now() > deadline:

@@ -69,8 +69,14 @@ async def tool_call_action(event: Event, ctx: RunnerContext, tools: Mapping[str,
             responses[call_id], success[call_id], error[call_id] = None, False, f"unknown tool {name!r}"
             continue
         # The digest covers the arguments only: the tool is named by the durable id.
-        calls.append((call_id, DurableCall(functools.partial(_call_tool, tool), (_canonical(arguments, {}),),
-                                           durable_id=f"tool-call-{call_id}")))
+        calls.append(
+            (
+                call_id,
+                DurableCall(
+                    functools.partial(_call_tool, tool), (_canonical(arguments, {}),), durable_id=f"tool-call-{call_id}"
+                ),
+            )
+        )
     outcomes: list[Outcome]
     if _flag(ctx.config, "tool-call.async", True) and _flag(ctx.config, "tool-call.parallel", True):
         outcomes = await ctx.durable_execute_all_async([c for _, c in calls])
@@ -78,9 +84,11 @@ async def tool_call_action(event: Event, ctx: RunnerContext, tools: Mapping[str,
         outcomes = []
         for _, c in calls:
             try:
-                value = await ctx.durable_execute_async(c.func, *c.args, durable_id=c.durable_id) \
-                    if _flag(ctx.config, "tool-call.async", True) \
+                value = (
+                    await ctx.durable_execute_async(c.func, *c.args, durable_id=c.durable_id)
+                    if _flag(ctx.config, "tool-call.async", True)
                     else ctx.durable_execute(c.func, *c.args, durable_id=c.durable_id)
+                )
                 outcomes.append(Outcome.success(value))
             except Exception as exc:
                 outcomes.append(Outcome.failure(exc))
@@ -89,8 +97,15 @@ async def tool_call_action(event: Event, ctx: RunnerContext, tools: Mapping[str,
         success[call_id] = outcome.is_success()
         error[call_id] = None if outcome.error is None else f"{type(outcome.error).__name__}: {outcome.error}"
     # Answers follow the request's order, whether a call was answered inline or ran as a tool.
-    ctx.send_event(ToolResponseEvent(str(request.id), {i: responses[i] for i in order}, {},
-                                     {i: success[i] for i in order}, {i: error[i] for i in order}))
+    ctx.send_event(
+        ToolResponseEvent(
+            str(request.id),
+            {i: responses[i] for i in order},
+            {},
+            {i: success[i] for i in order},
+            {i: error[i] for i in order},
+        )
+    )
 
 
 def _ask(model: ChatModel, messages: list[dict[str, Any]]) -> dict[str, Any]:
@@ -136,8 +151,14 @@ async def chat_action(event: Event, ctx: RunnerContext, models: Mapping[str, Cha
         messages = list(state.get("messages") or [])
         responses = event.attributes.get("responses") or {}
         for tc_id, value in responses.items():
-            messages.append({"role": "tool", "tool_call_id": tc_id, "content": value,
-                             "error": (event.attributes.get("error") or {}).get(tc_id)})
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": tc_id,
+                    "content": value,
+                    "error": (event.attributes.get("error") or {}).get(tc_id),
+                }
+            )
     model = models.get(model_name)
     if model is None:
         ctx.send_event(ChatResponseEvent(request_id, None, error=f"unknown chat model {model_name!r}"))
@@ -177,7 +198,6 @@ def builtin_action_specs(tools: Mapping[str, Callable[..., Any]], models: Mappin
         async def run_chat(event: Event, ctx: RunnerContext) -> None:
             await chat_action(event, ctx, models)
 
-        ref = ActionRef("chat_model_action", __name__, "chat_action",
-                        (ChatRequestEvent.TYPE, ToolResponseEvent.TYPE))
+        ref = ActionRef("chat_model_action", __name__, "chat_action", (ChatRequestEvent.TYPE, ToolResponseEvent.TYPE))
         specs.append(ActionSpec("chat_model_action", run_chat, ref, True))
     return specs

@@ -48,8 +48,22 @@ _SAFE_GLOBALS: frozenset[tuple[str, str]] = frozenset(
     {
         ("builtins", name)
         for name in (
-            "list", "dict", "set", "frozenset", "tuple", "bytes", "bytearray", "str", "int", "float",
-            "complex", "bool", "slice", "range", "NoneType", "object",
+            "list",
+            "dict",
+            "set",
+            "frozenset",
+            "tuple",
+            "bytes",
+            "bytearray",
+            "str",
+            "int",
+            "float",
+            "complex",
+            "bool",
+            "slice",
+            "range",
+            "NoneType",
+            "object",
         )
     }
     | {
@@ -127,7 +141,8 @@ def _scan(body: bytes, limits: DecodeLimits) -> _Shape:
         raise PayloadLimitError(f"payload of {end} bytes exceeds max_payload_bytes={limits.max_payload_bytes}")
     if end * _PER_BYTE > limits.max_memory_bytes:
         raise PayloadLimitError(
-            f"payload of {end} bytes may use more than max_memory_bytes={limits.max_memory_bytes} once loaded")
+            f"payload of {end} bytes may use more than max_memory_bytes={limits.max_memory_bytes} once loaded"
+        )
     max_long_bytes = limits.max_int_digits * 10 // 24 + 1  # 2.4 decimal digits per byte
     match = _SIMPLE_RUN.match
     i = 0
@@ -203,7 +218,8 @@ def _check_shape(value: Any, limits: DecodeLimits) -> None:
             children = node
         if isinstance(node, _CONTAINERS) and len(node) > limits.max_container_len:
             raise PayloadLimitError(
-                f"a {type(node).__name__} of {len(node)} items exceeds max_container_len={limits.max_container_len}")
+                f"a {type(node).__name__} of {len(node)} items exceeds max_container_len={limits.max_container_len}"
+            )
         stack.extend((c, depth + 1) for c in children if isinstance(c, _SHAPED))
 
 
@@ -296,10 +312,12 @@ class _RestrictedUnpickler(_PyUnpickler):  # type: ignore[misc]
         for arg in (*args, *kwargs.values()):
             if isinstance(arg, range) and len(arg) > limits.max_container_len:
                 raise PayloadLimitError(
-                    f"{_name(func)}(range of {len(arg)} items) exceeds max_container_len={limits.max_container_len}")
+                    f"{_name(func)}(range of {len(arg)} items) exceeds max_container_len={limits.max_container_len}"
+                )
             if base is not None and isinstance(arg, int) and arg > limits.max_memory_bytes - self._spent:
                 raise PayloadLimitError(
-                    f"{_name(func)}({arg}) exceeds the memory budget max_memory_bytes={limits.max_memory_bytes}")
+                    f"{_name(func)}({arg}) exceeds the memory budget max_memory_bytes={limits.max_memory_bytes}"
+                )
 
     def _call(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not callable(func):
@@ -346,8 +364,10 @@ class _RestrictedUnpickler(_PyUnpickler):  # type: ignore[misc]
             if isinstance(part, dict):
                 for name in part:
                     if not isinstance(name, str) or (name.startswith("__") and name != "__notes__"):
-                        raise UntrustedPayloadError(f"payload sets attribute {safe_repr(name)} of a "
-                                                    f"{type(inst).__name__}, which the loader refuses")
+                        raise UntrustedPayloadError(
+                            f"payload sets attribute {safe_repr(name)} of a "
+                            f"{type(inst).__name__}, which the loader refuses"
+                        )
         super().load_build()
 
     def _refuse_old_style(self) -> None:
@@ -376,6 +396,7 @@ _NESTING_OPCODES = (b"(", b"]", b"}", b")", b"\x8f", b"\x85", b"\x86", b"\x87")
 
 def _may_exceed_shape(body: bytes, limits: DecodeLimits) -> bool:
     return len(body) > limits.max_container_len or sum(map(body.count, _NESTING_OPCODES)) > limits.max_depth
+
 
 _OLD_MAC_MAGIC = b"DHM1"
 _MAC_MAGIC = b"DHM2"
@@ -448,13 +469,15 @@ class CloudpickleCodec:
                 return body
         raise SignatureError(
             "payload signature does not verify (tampered, moved from another record, or signed with a key "
-            "that is neither hmac_key nor one of verify_keys)")
+            "that is neither hmac_key nor one of verify_keys)"
+        )
 
     def _load(self, data: bytes, binding: RecordBinding | None) -> Any:
         limits = self.limits or decode_limits()
         if isinstance(data, bytes | bytearray) and len(data) > limits.max_payload_bytes + len(_MAC_MAGIC) + _MAC_LEN:
             raise PayloadLimitError(
-                f"payload of {len(data)} bytes exceeds max_payload_bytes={limits.max_payload_bytes}")
+                f"payload of {len(data)} bytes exceeds max_payload_bytes={limits.max_payload_bytes}"
+            )
         body = self._open(data, binding)
         try:
             shape = _scan(body, limits)
@@ -466,7 +489,8 @@ class CloudpickleCodec:
             raise
         except Exception as exc:
             raise PayloadDecodeError(
-                f"payload is not a readable pickle: {type(exc).__name__}: {safe_repr(str(exc), 200)}") from exc
+                f"payload is not a readable pickle: {type(exc).__name__}: {safe_repr(str(exc), 200)}"
+            ) from exc
         if isinstance(value, _SHAPED) and _may_exceed_shape(body, limits):
             _check_shape(value, limits)
         return value
@@ -500,7 +524,8 @@ class CloudpickleCodec:
             # (spec PAY-6); only Exception subclasses are outcomes of a call.
             raise UntrustedPayloadError(
                 f"exception payload holds a {type(value).__name__}, not an Exception subclass; "
-                "only Exception subclasses are replayed")
+                "only Exception subclasses are replayed"
+            )
         return value
 
 
@@ -556,7 +581,8 @@ class JavaStyleCodec:
         if cls is not None and not issubclass(cls, Exception):
             raise UntrustedPayloadError(
                 f"exception payload names {safe_repr(name)}, which is not an Exception subclass; "
-                "only Exception subclasses are replayed")
+                "only Exception subclasses are replayed"
+            )
         if cls is None:
             return RemoteCallError(name, message)
         try:

@@ -89,8 +89,11 @@ class RunnerContext:
         if not isinstance(event, Event):
             raise TypeError(f"send_event expects an Event, got {type(event).__name__}")
         ref = self._execution.ref
-        check_value(event.attributes, f"attributes of the {event.type!r} event sent by action "
-                                      f"{ref.action.name!r} (key={ref.key!r}, seq={ref.seq})")
+        check_value(
+            event.attributes,
+            f"attributes of the {event.type!r} event sent by action "
+            f"{ref.action.name!r} (key={ref.key!r}, seq={ref.seq})",
+        )
         self.sent.append(event)
 
     def durable_execute(
@@ -111,21 +114,36 @@ class RunnerContext:
         check_action_access(self._owner, "durable_execute")
         if is_two_phase(func):
             check_arguments(func, args, kwargs, reconciler)
-            return execute_two_phase(self._execution, cast(TwoPhaseCommit, func), durable_id,
-                                     reconcilers=self._reconcilers, retry=retry)
-        return self._execution.execute(func, args, kwargs, reconciler=reconciler if self._reconcilers else None,
-                                       durable_id=durable_id, retry=retry)
+            return execute_two_phase(
+                self._execution, cast(TwoPhaseCommit, func), durable_id, reconcilers=self._reconcilers, retry=retry
+            )
+        return self._execution.execute(
+            func, args, kwargs, reconciler=reconciler if self._reconcilers else None, durable_id=durable_id, retry=retry
+        )
 
-    def durable_call(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *,
-                     reconciler: Callable[[], Any] | None = None) -> Any:
+    def durable_call(
+        self,
+        func: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        reconciler: Callable[[], Any] | None = None,
+    ) -> Any:
         """:meth:`durable_execute` with the arguments as a tuple and a dict, so no keyword of ``func`` is
         taken for an option (the flink_agents adapter reserves ``reconciler`` only, as Flink Agents does)."""
         check_action_access(self._owner, "durable_execute")
-        return self._execution.execute(func, tuple(args), dict(kwargs),
-                                       reconciler=reconciler if self._reconcilers else None)
+        return self._execution.execute(
+            func, tuple(args), dict(kwargs), reconciler=reconciler if self._reconcilers else None
+        )
 
-    def durable_call_async(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *,
-                           reconciler: Callable[[], Any] | None = None) -> Awaitable[Any]:
+    def durable_call_async(
+        self,
+        func: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        reconciler: Callable[[], Any] | None = None,
+    ) -> Awaitable[Any]:
         """:meth:`durable_execute_async` with the arguments as a tuple and a dict (see :meth:`durable_call`)."""
         check_action_access(self._owner, "durable_execute_async")
         ex, rec = self._execution, reconciler if self._reconcilers else None
@@ -145,11 +163,20 @@ class RunnerContext:
         ex = self._execution
         if is_two_phase(func):
             check_arguments(func, args, kwargs, reconciler)
-            return DurableAwaitable(lambda: execute_two_phase_async(
-                ex, cast(TwoPhaseCommit, func), durable_id, reconcilers=self._reconcilers, retry=retry))
+            return DurableAwaitable(
+                lambda: execute_two_phase_async(
+                    ex, cast(TwoPhaseCommit, func), durable_id, reconcilers=self._reconcilers, retry=retry
+                )
+            )
         return DurableAwaitable(
-            lambda: ex.execute_async(func, args, kwargs, reconciler=reconciler if self._reconcilers else None,
-                                     durable_id=durable_id, retry=retry)
+            lambda: ex.execute_async(
+                func,
+                args,
+                kwargs,
+                reconciler=reconciler if self._reconcilers else None,
+                durable_id=durable_id,
+                retry=retry,
+            )
         )
 
     def durable_execute_all_async(self, calls: list[DurableCall]) -> Awaitable[list[Outcome]]:

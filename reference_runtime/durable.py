@@ -197,22 +197,28 @@ class ActionExecution:
         if record.effective_status.value == "FAILED":
             if record.exception_payload is None:
                 raise SignatureError("a FAILED record has no signed exception payload")
-            return Outcome.failure(codec.decode_exception(
-                record.exception_payload, binding=self.binding(index, fid, digest, "exception")))
+            return Outcome.failure(
+                codec.decode_exception(record.exception_payload, binding=self.binding(index, fid, digest, "exception"))
+            )
         if record.result_payload is None or record.exception_payload is not None:
             raise SignatureError("a SUCCEEDED record must hold exactly one signed result payload")
-        return Outcome.success(codec.decode_result(
-            record.result_payload, binding=self.binding(index, fid, digest, "result")))
+        return Outcome.success(
+            codec.decode_result(record.result_payload, binding=self.binding(index, fid, digest, "result"))
+        )
 
     def encode(self, fid: str, digest: str, outcome: Outcome, index: int) -> CallResult:
         try:
             if self._bound:
                 codec: Any = self.codec
                 if outcome.error is not None:
-                    return CallResult.failed(fid, digest, codec.encode_exception(
-                        outcome.error, binding=self.binding(index, fid, digest, "exception")))
-                return CallResult.succeeded(fid, digest, codec.encode_result(
-                    outcome.value, binding=self.binding(index, fid, digest, "result")))
+                    return CallResult.failed(
+                        fid,
+                        digest,
+                        codec.encode_exception(outcome.error, binding=self.binding(index, fid, digest, "exception")),
+                    )
+                return CallResult.succeeded(
+                    fid, digest, codec.encode_result(outcome.value, binding=self.binding(index, fid, digest, "result"))
+                )
             if outcome.error is not None:
                 return CallResult.failed(fid, digest, self.codec.encode_exception(outcome.error))
             return _new(CallResult, (fid, digest, self.codec.encode_result(outcome.value), None, _SUCCEEDED))
@@ -225,8 +231,14 @@ class ActionExecution:
     def context_for(self, index: int, fid: str, digest: str, attempt: int = 1) -> CallContext:
         return CallContext(CallId(self.ref.key, self.ref.seq, self._action, index), fid, digest, attempt)
 
-    def run_sync(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                 call: CallContext, retry: RetryPolicy | None = None) -> Outcome:
+    def run_sync(
+        self,
+        func: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        call: CallContext,
+        retry: RetryPolicy | None = None,
+    ) -> Outcome:
         outcome = self.attempt(func, args, kwargs, call)
         if retry is None:
             return outcome
@@ -237,8 +249,9 @@ class ActionExecution:
             outcome = self.attempt(func, args, kwargs, call._replace(attempt=attempt))
         return outcome
 
-    def attempt(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                call: CallContext) -> Outcome:
+    def attempt(
+        self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], call: CallContext
+    ) -> Outcome:
         # Set by hand rather than through a context manager: this is the hot path.
         token = _current_call.set(call)
         try:
@@ -272,13 +285,25 @@ class ActionExecution:
         log.warning(
             "Non-deterministic call detected at index %d (%s): recorded %s/%s, now %s/%s; "
             "discarding records from index %d and re-executing",
-            i, self.location(i), record.function_id, record.args_digest, fid, digest, i,
+            i,
+            self.location(i),
+            record.function_id,
+            record.args_digest,
+            fid,
+            digest,
+            i,
         )
         self.truncate(i)
 
     # -- the synchronous path ------------------------------------------------------------------------
-    def start(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-              reconciler: Callable[[], Any] | None, durable_id: str | None) -> tuple[CallContext, str, Outcome | None]:
+    def start(
+        self,
+        func: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        reconciler: Callable[[], Any] | None,
+        durable_id: str | None,
+    ) -> tuple[CallContext, str, Outcome | None]:
         """Identify the call at ``self.index``, pass its before-call fault point and plan it."""
         if reconciler is not None:
             validate_reconciler(reconciler)
@@ -326,8 +351,9 @@ class ActionExecution:
         cid, fid, digest, _ = call
         i = cid[3]
         # Journaled before the fault points: the call ran even if the process dies before its record lands.
-        self.journal.append(_new(JournalEntry, (
-            cid, fid, digest, "ok" if outcome.error is None else "error", source, self.failovers)))
+        self.journal.append(
+            _new(JournalEntry, (cid, fid, digest, "ok" if outcome.error is None else "error", source, self.failovers))
+        )
         if persist:
             reach = self._reach
             if reach is not None:
@@ -360,8 +386,16 @@ class ActionExecution:
             return self.finish(call, await self.offload(reconciler, (), {}, call, reconcile=True), "reconciled")
         return self.finish(call, await self.offload(func, args, kwargs, call, retry=retry), "executed")
 
-    async def offload(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                      call: CallContext, *, retry: RetryPolicy | None = None, reconcile: bool = False) -> Outcome:
+    async def offload(
+        self,
+        func: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        call: CallContext,
+        *,
+        retry: RetryPolicy | None = None,
+        reconcile: bool = False,
+    ) -> Outcome:
         """Run ``func`` off the runner's thread (coroutine functions run as their own task)."""
         if inspect.iscoroutinefunction(func):
             token = _current_call.set(call)

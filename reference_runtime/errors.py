@@ -117,8 +117,9 @@ class WireFormatError(CorruptRecordError):
     """Bytes in the Java wire format cannot be read. ``path`` is the JSON path (``$.callResults[2].status``)
     and ``offset`` the byte offset inside a Kryo payload or JSON document, where known."""
 
-    def __init__(self, message: str, *, path: str = "$", offset: int | None = None,
-                 location: Location | None = None) -> None:
+    def __init__(
+        self, message: str, *, path: str = "$", offset: int | None = None, location: Location | None = None
+    ) -> None:
         self.path = path
         self.offset = offset
         where = path + (f" @ offset {offset}" if offset is not None else "")
@@ -137,6 +138,7 @@ class EventClassError(LocatedError):
 class UnsupportedFeatureError(DurableError):
     """An agent uses a feature the in-process runtime cannot honour (spec FA-5): the message names the
     feature and how a test supplies a fake instead."""
+
 
 class RecordLimitError(CorruptRecordError):
     """A record exceeds a decode limit (:class:`~reference_runtime.limits.DecodeLimits`): size, nesting
@@ -173,8 +175,9 @@ class StoreFailedError(StoreError):
         self.cause = cause
         self.location = location or Location()
         where = f" [{location}]" if location is not None else ""
-        super().__init__(f"store {store} failed during {operation}{where}: {cause}; the run stopped at the first "
-                         "store failure")
+        super().__init__(
+            f"store {store} failed during {operation}{where}: {cause}; the run stopped at the first store failure"
+        )
 
 
 class StoreDataLostError(StoreError):

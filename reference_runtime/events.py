@@ -213,8 +213,8 @@ def event_type_of(spec: str | type[Event]) -> str:
 
 
 _BUILTINS: dict[str, type[Event]] = {
-    cls.TYPE: cls for cls in (InputEvent, OutputEvent, ToolRequestEvent, ToolResponseEvent, ChatRequestEvent,
-                              ChatResponseEvent)
+    cls.TYPE: cls
+    for cls in (InputEvent, OutputEvent, ToolRequestEvent, ToolResponseEvent, ChatRequestEvent, ChatResponseEvent)
 }
 
 
@@ -231,8 +231,9 @@ _CLASS_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_
 _FAMILIES: list[tuple[Callable[[type], bool], Callable[[type, Event, dict[str, Any]], Event]]] = []
 
 
-def register_event_family(owns: Callable[[type], bool],
-                          rebuild: Callable[[type, Event, dict[str, Any]], Event]) -> None:
+def register_event_family(
+    owns: Callable[[type], bool], rebuild: Callable[[type, Event, dict[str, Any]], Event]
+) -> None:
     """Let a store rebuild events of classes outside :class:`Event` (used by the flink_agents adapter)."""
     _FAMILIES.append((owns, rebuild))
 
@@ -249,8 +250,10 @@ def resolve_event_class(path: str) -> type:
     if module_name not in sys.modules and package not in sys.modules:
         # Importing runs a module's code: a record may only name modules of packages this process already
         # uses (the agent's own, the runtime's, flink_agents), never make it load a new one.
-        raise LookupError(f"event class {path} cannot be imported: package {package!r} is not loaded, and a "
-                          "stored record never loads a new package (import it first, e.g. from the agent module)")
+        raise LookupError(
+            f"event class {path} cannot be imported: package {package!r} is not loaded, and a "
+            "stored record never loads a new package (import it first, e.g. from the agent module)"
+        )
     try:
         obj: Any = sys.modules.get(module_name) or importlib.import_module(module_name)
         for part in qualname.split("."):
@@ -279,8 +282,15 @@ def rebuild_event(path: str, base: Event, fields: dict[str, Any]) -> Event:
     cls = resolve_event_class(path)
     if issubclass(cls, Event):
         event = cls.__new__(cls)
-        Event.__init__(event, base.type, base.attributes, id=base.id, java_class=base.java_class,
-                       upstream_event_id=base.upstream_event_id, upstream_action_name=base.upstream_action_name)
+        Event.__init__(
+            event,
+            base.type,
+            base.attributes,
+            id=base.id,
+            java_class=base.java_class,
+            upstream_event_id=base.upstream_event_id,
+            upstream_action_name=base.upstream_action_name,
+        )
         event.id = base.id
         if fields:
             if not hasattr(event, "__dict__"):

@@ -105,8 +105,11 @@ class CrashAt:
     def describe(self) -> str:
         """The fields that narrow this selector, e.g. ``CrashAt(after-effect, call_index=1)``."""
         parts = [] if self.phase is None else [self.phase.value]
-        parts += [f"{name}={value!r}" for name in ("key", "seq", "action", "call_index")
-                  if (value := getattr(self, name)) is not None]
+        parts += [
+            f"{name}={value!r}"
+            for name in ("key", "seq", "action", "call_index")
+            if (value := getattr(self, name)) is not None
+        ]
         if self.nth != 1:
             parts.append(f"nth={self.nth}")
         return f"CrashAt({', '.join(parts)})"
@@ -211,7 +214,8 @@ class CrashNotReachedError(DurableError, AssertionError):
         super().__init__(
             f"crash selector(s) never fired: {', '.join(c.describe() for c in unfired)} ({fired} fired before); "
             f"the run made {made} and reached {self.reached}. Select a point the run reaches, or pass "
-            "FaultInjector(..., must_fire=False) if the crash is optional (DOC-5)")
+            "FaultInjector(..., must_fire=False) if the crash is optional (DOC-5)"
+        )
 
 
 def _ignore(point: FaultPoint) -> None:

@@ -107,10 +107,12 @@ def parse_json(data: bytes, limits: DecodeLimits, fail: Callable[[str], Exceptio
     digits = limits.max_int_digits
     parse_int = None
     if interpreter_digits == 0 or digits < interpreter_digits:
+
         def parse_int(token: str) -> int:
             if len(token.lstrip("-")) > digits:
                 raise ValueError(f"an integer of {len(token)} digits exceeds max_int_digits={digits}")
             return int(token)
+
     try:
         value = json.loads(text, parse_int=parse_int)
     except json.JSONDecodeError as exc:
@@ -119,7 +121,10 @@ def parse_json(data: bytes, limits: DecodeLimits, fail: Callable[[str], Exceptio
         raise fail(f"{what} nests deeper than max_depth={limits.max_depth}") from None
     except ValueError as exc:  # an integer beyond the interpreter's or our digit limit
         raise fail(f"{what} holds an integer beyond max_int_digits={digits} ({safe_repr(str(exc), 120)})") from None
-    if (isinstance(value, dict | list) and text.count("[") + text.count("{") > limits.max_depth
-            and _json_depth(value, limits.max_depth) is not None):
+    if (
+        isinstance(value, dict | list)
+        and text.count("[") + text.count("{") > limits.max_depth
+        and _json_depth(value, limits.max_depth) is not None
+    ):
         raise fail(f"{what} nests deeper than max_depth={limits.max_depth}")
     return value

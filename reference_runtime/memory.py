@@ -115,7 +115,8 @@ def validate_value(value: Any, breadcrumb: str, _depth: int = 0) -> Any:
     if _depth >= _MAX_DEPTH and isinstance(value, list | dict):
         raise InvalidValueError(
             f"value at memory path {breadcrumb[:200]} refers to itself or nests deeper than {_MAX_DEPTH} "
-            "levels; store a tree without cycles")
+            "levels; store a tree without cycles"
+        )
     if isinstance(value, list):
         return [validate_value(v, f"{breadcrumb}[{i}]", _depth + 1) for i, v in enumerate(value)]
     if isinstance(value, dict):

@@ -29,8 +29,9 @@ class Backoff:
         if self.initial < 0 or self.multiplier < 1 or self.maximum < 0 or not 0 <= self.jitter <= 1:
             raise ValueError("backoff needs initial >= 0, multiplier >= 1, maximum >= 0, 0 <= jitter <= 1")
         if not math.isfinite(self.maximum):
-            raise ValueError(f"Backoff(maximum={self.maximum!r}): the cap on one wait must be a finite number of "
-                             "seconds")
+            raise ValueError(
+                f"Backoff(maximum={self.maximum!r}): the cap on one wait must be a finite number of seconds"
+            )
 
     def delay(self, attempt: int, salt: str = "") -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
@@ -71,11 +72,16 @@ class RetryPolicy:
 def _exception_types(retry_on: object) -> tuple[type[BaseException], ...]:
     """``retry_on`` as a tuple of exception classes (one class is accepted too), or a TypeError naming the
     bad entry (RETRY-6): a bad entry found at retry time would replace the call's real exception."""
-    items: Iterable[object] = (retry_on,) if isinstance(retry_on, type) else (
-        retry_on if isinstance(retry_on, tuple | list | set | frozenset) else (retry_on,))
+    items: Iterable[object] = (
+        (retry_on,)
+        if isinstance(retry_on, type)
+        else (retry_on if isinstance(retry_on, tuple | list | set | frozenset) else (retry_on,))
+    )
     given = tuple(items)
     types = tuple(t for t in given if isinstance(t, type) and issubclass(t, BaseException))
     if len(types) != len(given) or not types:
-        raise TypeError(f"RetryPolicy(retry_on={retry_on!r}): expected an exception class or a tuple of them, "
-                        f"e.g. retry_on=(ConnectionError, TimeoutError)")
+        raise TypeError(
+            f"RetryPolicy(retry_on={retry_on!r}): expected an exception class or a tuple of them, "
+            f"e.g. retry_on=(ConnectionError, TimeoutError)"
+        )
     return types

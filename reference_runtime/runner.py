@@ -134,8 +134,10 @@ class RunResult:
         return self._outputs
 
     def __repr__(self) -> str:
-        return (f"RunResult(outputs={self.outputs!r}, failovers={self.failovers}, "
-                f"crashes={self.crashes!r}, calls={len(self.journal)})")
+        return (
+            f"RunResult(outputs={self.outputs!r}, failovers={self.failovers}, "
+            f"crashes={self.crashes!r}, calls={len(self.journal)})"
+        )
 
 
 def _drain(loop: asyncio.AbstractEventLoop) -> None:
@@ -264,8 +266,7 @@ class Runner:
             ks = self._keys[key] = _KeyState()
         return ks
 
-    def _reach(self, phase: Phase, key: str | None = None, seq: int | None = None,
-               action: str | None = None) -> None:
+    def _reach(self, phase: Phase, key: str | None = None, seq: int | None = None, action: str | None = None) -> None:
         if self.injector is not None:
             self.injector.reach(FaultPoint(phase, key, seq, action))
 
@@ -403,8 +404,7 @@ class Runner:
             await self._run_one(key, seq, value, ks, pool)
             ks.next_seq = seq + 1
 
-    async def _run_one(self, key: str, seq: int, value: Any, ks: _KeyState,
-                       pool: ThreadPoolExecutor | None) -> None:
+    async def _run_one(self, key: str, seq: int, value: Any, ks: _KeyState, pool: ThreadPoolExecutor | None) -> None:
         sensory = FlatMemory()
         first = InputEvent(value, id=uuid.uuid5(_INPUT_NAMESPACE, f"{key}\x00{seq}"))
         queue: list[tuple[Event, str | None]] = [(first, None)]
@@ -424,12 +424,11 @@ class Runner:
                     raise InvalidValueError(
                         f"the {event.type!r} event for action {spec.name!r} (key={safe_repr(key)}, seq={seq}) cannot "
                         f"be keyed by the {type(self.key_scheme).__name__} state-key scheme: {exc}; event attributes "
-                        "must be JSON values (base64-encode bytes)") from exc
+                        "must be JSON values (base64-encode bytes)"
+                    ) from exc
                 occurrence = seen.get((spec.name, base_key), 0)
                 seen[(spec.name, base_key)] = occurrence + 1
-                state_key = (
-                    self.key_scheme.state_key(key, seq, spec.ref, event, occurrence) if occurrence else base_key
-                )
+                state_key = self.key_scheme.state_key(key, seq, spec.ref, event, occurrence) if occurrence else base_key
                 ref = StateRef(key, seq, spec.ref, event, state_key, occurrence)
                 sent = await self._run_action(spec, ref, ks.short_term, sensory, pool)
                 queue.extend((e, spec.name) for e in sent)
@@ -437,8 +436,14 @@ class Runner:
         # Outputs leave the key only when its run is over, as one unit.
         self._emitted.extend(emitted)
 
-    async def _run_action(self, spec: ActionSpec, ref: StateRef, short_term: FlatMemory, sensory: FlatMemory,
-                          pool: ThreadPoolExecutor | None) -> list[Event]:
+    async def _run_action(
+        self,
+        spec: ActionSpec,
+        ref: StateRef,
+        short_term: FlatMemory,
+        sensory: FlatMemory,
+        pool: ThreadPoolExecutor | None,
+    ) -> list[Event]:
         signer = self._signer
         store = self._store
         state = store.get(ref)
@@ -453,8 +458,17 @@ class Runner:
             if signer is not None:
                 signer.sign(ref, state)
             store.put(ref, state)
-        execution = ActionExecution(ref, store, self.codec, state, self.mismatch, self.injector, pool,
-                                    clock=self.clock, failovers=self.failovers)
+        execution = ActionExecution(
+            ref,
+            store,
+            self.codec,
+            state,
+            self.mismatch,
+            self.injector,
+            pool,
+            clock=self.clock,
+            failovers=self.failovers,
+        )
         stm_view, sens_view = MemoryView(short_term), MemoryView(sensory)
         ctx = RunnerContext(
             execution,
@@ -525,14 +539,19 @@ class Runner:
 def _check_options(store: Any, codec: Any, mismatch: Any) -> None:
     """Refuse options of the wrong kind up front, naming the option and the fix (spec PAY-8)."""
     if isinstance(store, str):
-        raise ConfigError(f"store={store!r} is a string; Runner takes a store object: pass "
-                          f"reference_runtime.stores.urls.open_store({store!r})")
+        raise ConfigError(
+            f"store={store!r} is a string; Runner takes a store object: pass "
+            f"reference_runtime.stores.urls.open_store({store!r})"
+        )
     if not isinstance(store, ActionStateStore):
-        raise ConfigError(f"store must implement ActionStateStore (put, get, put_call_results, ...), got a "
-                          f"{type(store).__name__}")
+        raise ConfigError(
+            f"store must implement ActionStateStore (put, get, put_call_results, ...), got a {type(store).__name__}"
+        )
     if codec is not None and not isinstance(codec, PayloadCodec):
-        raise ConfigError(f"codec must implement PayloadCodec (name, encode_result, decode_result, encode_exception,"
-                          f" decode_exception), got a {type(codec).__name__}; e.g. CloudpickleCodec()")
+        raise ConfigError(
+            f"codec must implement PayloadCodec (name, encode_result, decode_result, encode_exception,"
+            f" decode_exception), got a {type(codec).__name__}; e.g. CloudpickleCodec()"
+        )
     if mismatch not in ("lenient", "strict"):
         raise ConfigError(f"mismatch={safe_repr(mismatch)} is not a mismatch mode; use 'lenient' or 'strict'")
 

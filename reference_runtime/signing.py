@@ -47,10 +47,14 @@ class StateSigner:
         if state.signature is None:
             raise SignatureError(
                 "action state header is not signed but an HMAC key is configured (a forged record, or one "
-                "written before signing was turned on)", loc)
+                "written before signing was turned on)",
+                loc,
+            )
         for key in (self.key, *self.verify_keys):
             if hmac.compare_digest(state.signature, self._mac(key, ref, state)):
                 return
         raise SignatureError(
             "action state header signature does not verify (tampered, moved from another record, or signed "
-            "with a key that is neither hmac_key nor one of verify_keys)", loc)
+            "with a key that is neither hmac_key nor one of verify_keys)",
+            loc,
+        )

@@ -52,8 +52,12 @@ class TwoPhaseCommitError(DurableError):
 
 def is_two_phase(obj: Any) -> bool:
     # Spelled out (no all(<genexpr>)): every durable call asks, and a plain function fails at "prepare".
-    return (callable(getattr(obj, "prepare", None)) and callable(getattr(obj, "commit", None))
-            and callable(getattr(obj, "abort", None)) and not isinstance(obj, type))
+    return (
+        callable(getattr(obj, "prepare", None))
+        and callable(getattr(obj, "commit", None))
+        and callable(getattr(obj, "abort", None))
+        and not isinstance(obj, type)
+    )
 
 
 _PLAIN_KEY = (str, int, bytes, type(None))
@@ -68,7 +72,8 @@ def identity(op: TwoPhaseCommit) -> tuple[Any, ...]:
     if not all(isinstance(p, _PLAIN_KEY) for p in parts):
         raise TwoPhaseCommitError(
             f"{type(op).__qualname__}.idempotency_key is {key!r}: it must be plain data (str, int, bytes or a "
-            "tuple of them), since it identifies the two-phase call on recovery (TPC-5)")
+            "tuple of them), since it identifies the two-phase call on recovery (TPC-5)"
+        )
     return (key,)
 
 
@@ -79,11 +84,13 @@ def check_arguments(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any], reco
         given = ", ".join([*(repr(a) for a in args), *(f"{k}=" for k in kwargs)])
         raise TwoPhaseCommitError(
             f"durable_execute({name}(...), {given}): a two-phase operation takes no call arguments; give them to "
-            f"the operation's constructor (and an idempotency_key if they distinguish calls) (TPC-7)")
+            f"the operation's constructor (and an idempotency_key if they distinguish calls) (TPC-7)"
+        )
     if reconciler is not None:
         raise TwoPhaseCommitError(
             f"durable_execute({name}(...), reconciler=...): a two-phase operation reconciles its commit itself; "
-            f"define is_committed(prepared) and commit_result(prepared) on {name} instead (TPC-7)")
+            f"define is_committed(prepared) and commit_result(prepared) on {name} instead (TPC-7)"
+        )
 
 
 def _prepare(op: TwoPhaseCommit, identity: tuple[Any, ...]) -> Any:
@@ -116,8 +123,9 @@ def _attach_abort_failure(commit_error: BaseException, abort_error: BaseExceptio
     """TPC-8: the commit failure is what is raised; the abort failure travels with it."""
     with contextlib.suppress(AttributeError):  # an exception type without a __dict__
         commit_error.abort_error = abort_error  # type: ignore[attr-defined]
-    commit_error.add_note(f"abort() after this commit failure also failed: {type(abort_error).__name__}: "
-                          f"{abort_error} (TPC-8)")
+    commit_error.add_note(
+        f"abort() after this commit failure also failed: {type(abort_error).__name__}: {abort_error} (TPC-8)"
+    )
 
 
 def _committed_unrecorded(error: DurableError, name: str) -> None:
@@ -127,8 +135,9 @@ def _committed_unrecorded(error: DurableError, name: str) -> None:
 class _Plan:
     """The three calls of one two-phase operation, as (function, args, options) for ``ActionExecution``."""
 
-    def __init__(self, op: TwoPhaseCommit, durable_id: str | None, reconcilers: bool,
-                 retry: RetryPolicy | None) -> None:
+    def __init__(
+        self, op: TwoPhaseCommit, durable_id: str | None, reconcilers: bool, retry: RetryPolicy | None
+    ) -> None:
         self.op = op
         self.base = durable_id if durable_id is not None else function_id(type(op))
         self.identity = identity(op)
@@ -136,22 +145,37 @@ class _Plan:
         self.retry = retry
 
     def prepare(self) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
-        return (functools.partial(_prepare, self.op), (self.identity,),
-                {"durable_id": f"{self.base}#prepare", "retry": self.retry})
+        return (
+            functools.partial(_prepare, self.op),
+            (self.identity,),
+            {"durable_id": f"{self.base}#prepare", "retry": self.retry},
+        )
 
     def commit(self, prepared: Any) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
         # Without reconcilers (DE-14) a commit crashed after its effect simply runs again.
         reconciler = _reconciler(self.op, prepared) if self.reconcilers else None
-        return (functools.partial(_commit, self.op), (self.identity, prepared),
-                {"durable_id": f"{self.base}#commit", "retry": self.retry, "reconciler": reconciler})
+        return (
+            functools.partial(_commit, self.op),
+            (self.identity, prepared),
+            {"durable_id": f"{self.base}#commit", "retry": self.retry, "reconciler": reconciler},
+        )
 
     def abort(self, prepared: Any) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
-        return (functools.partial(_abort, self.op), (self.identity, prepared),
-                {"durable_id": f"{self.base}#abort", "retry": self.retry})
+        return (
+            functools.partial(_abort, self.op),
+            (self.identity, prepared),
+            {"durable_id": f"{self.base}#abort", "retry": self.retry},
+        )
 
 
-def execute_two_phase(ex: ActionExecution, op: TwoPhaseCommit, durable_id: str | None = None, *,
-                      reconcilers: bool = True, retry: RetryPolicy | None = None) -> Any:
+def execute_two_phase(
+    ex: ActionExecution,
+    op: TwoPhaseCommit,
+    durable_id: str | None = None,
+    *,
+    reconcilers: bool = True,
+    retry: RetryPolicy | None = None,
+) -> Any:
     """Prepare, commit (abort if commit fails); returns what ``commit`` returned."""
     plan = _Plan(op, durable_id, reconcilers, retry)
     func, args, options = plan.prepare()
@@ -173,8 +197,14 @@ def execute_two_phase(ex: ActionExecution, op: TwoPhaseCommit, durable_id: str |
         raise
 
 
-async def execute_two_phase_async(ex: ActionExecution, op: TwoPhaseCommit, durable_id: str | None = None, *,
-                                  reconcilers: bool = True, retry: RetryPolicy | None = None) -> Any:
+async def execute_two_phase_async(
+    ex: ActionExecution,
+    op: TwoPhaseCommit,
+    durable_id: str | None = None,
+    *,
+    reconcilers: bool = True,
+    retry: RetryPolicy | None = None,
+) -> Any:
     """The ``durable_execute_async`` form of :func:`execute_two_phase` (work on the async pool)."""
     plan = _Plan(op, durable_id, reconcilers, retry)
 

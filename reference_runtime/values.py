@@ -23,7 +23,8 @@ def check_text(text: str, what: str) -> None:
         except UnicodeEncodeError as exc:
             raise InvalidValueError(
                 f"{what} holds a lone surrogate {text[exc.start]!r} at position {exc.start}, which cannot be "
-                "stored as UTF-8; pass valid Unicode text (decode bytes with errors='replace')") from None
+                "stored as UTF-8; pass valid Unicode text (decode bytes with errors='replace')"
+            ) from None
 
 
 def check_value(value: Any, what: str) -> None:
@@ -38,17 +39,22 @@ def check_value(value: Any, what: str) -> None:
         if isinstance(node, str):
             check_text(node, where)
         elif isinstance(node, int) and not isinstance(node, bool) and node.bit_length() > _MAX_INT_BITS:
-            raise InvalidValueError(f"{where} is an integer of {node.bit_length()} bits, beyond the 4300 digits "
-                                    "stores write; store it as a string")
+            raise InvalidValueError(
+                f"{where} is an integer of {node.bit_length()} bits, beyond the 4300 digits "
+                "stores write; store it as a string"
+            )
         elif isinstance(node, _SCALARS):
             continue
         elif isinstance(node, list | tuple | dict):
             if id(node) in active:
-                raise InvalidValueError(f"{where} refers to itself; stores hold trees of values, pass a copy "
-                                        "without the cycle")
+                raise InvalidValueError(
+                    f"{where} refers to itself; stores hold trees of values, pass a copy without the cycle"
+                )
             if depth >= max_depth:
-                raise InvalidValueError(f"{where} nests deeper than max_depth={max_depth}; flatten it or raise "
-                                        "the limit with set_decode_limits(max_depth=...)")
+                raise InvalidValueError(
+                    f"{where} nests deeper than max_depth={max_depth}; flatten it or raise "
+                    "the limit with set_decode_limits(max_depth=...)"
+                )
             inner = (*active, id(node))
             if isinstance(node, dict):
                 for k, v in node.items():
@@ -59,5 +65,6 @@ def check_value(value: Any, what: str) -> None:
             else:
                 stack.extend((v, f"{path}[{i}]", depth + 1, inner) for i, v in enumerate(node))
         else:
-            raise InvalidValueError(f"{where} is a {type(node).__name__}; stores hold {_TYPES} (convert it, e.g. "
-                                    "a set to a sorted list)")
+            raise InvalidValueError(
+                f"{where} is a {type(node).__name__}; stores hold {_TYPES} (convert it, e.g. a set to a sorted list)"
+            )

@@ -40,11 +40,29 @@ FOCUS = {
 }
 
 _FLIP: dict[type[ast.cmpop], type[ast.cmpop]] = {
-    ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt,
-    ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.In: ast.NotIn, ast.NotIn: ast.In,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Lt: ast.GtE,
+    ast.GtE: ast.Lt,
+    ast.Gt: ast.LtE,
+    ast.LtE: ast.Gt,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
 }
-_SYMBOL = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.GtE: ">=", ast.Gt: ">", ast.LtE: "<=",
-           ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in"}
+_SYMBOL = {
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Lt: "<",
+    ast.GtE: ">=",
+    ast.Gt: ">",
+    ast.LtE: "<=",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+    ast.In: "in",
+    ast.NotIn: "not in",
+}
 
 
 @dataclass(frozen=True)
@@ -65,6 +83,7 @@ class Outcome:
 
 
 # -- finding mutation sites --------------------------------------------------------------------------------
+
 
 def _inside_functions(tree: ast.Module) -> set[int]:
     """ids of the nodes inside function bodies, outside f-strings, docstrings and logging calls (changes
@@ -102,31 +121,41 @@ def _mutations(node: ast.AST) -> Iterator[tuple[str, Callable[[ast.AST], None]]]
         for i, op in enumerate(node.ops):
             flipped = _FLIP.get(type(op))
             if flipped is not None:
+
                 def apply(n: ast.AST, i: int = i, flipped: type[ast.cmpop] = flipped) -> None:
                     assert isinstance(n, ast.Compare)
                     n.ops[i] = flipped()
+
                 yield f"`{_SYMBOL[type(op)]}` -> `{_SYMBOL[flipped]}`", apply
     elif isinstance(node, ast.Constant) and type(node.value) is bool:
+
         def flip(n: ast.AST) -> None:
             assert isinstance(n, ast.Constant)
             n.value = not n.value
+
         yield f"`{node.value}` -> `{not node.value}`", flip
     elif isinstance(node, ast.Constant) and type(node.value) is int:
+
         def plus(n: ast.AST) -> None:
             assert isinstance(n, ast.Constant) and isinstance(n.value, int)
             n.value = n.value + 1
+
         yield f"`{node.value}` -> `{node.value + 1}`", plus
     elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub):
         other = ast.Sub if isinstance(node.op, ast.Add) else ast.Add
+
         def swap(n: ast.AST, other: type[ast.operator] = other) -> None:
             assert isinstance(n, ast.BinOp)
             n.op = other()
+
         yield f"`{'+' if other is ast.Sub else '-'}` -> `{'-' if other is ast.Sub else '+'}`", swap
     elif isinstance(node, ast.BoolOp):
         other_b = ast.Or if isinstance(node.op, ast.And) else ast.And
+
         def swap_b(n: ast.AST, other_b: type[ast.boolop] = other_b) -> None:
             assert isinstance(n, ast.BoolOp)
             n.op = other_b()
+
         yield f"`{'and' if other_b is ast.Or else 'or'}` -> `{'or' if other_b is ast.Or else 'and'}`", swap_b
     elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         yield "`not x` -> `x`", lambda n: None  # applied by the parent rewrite in _apply
@@ -188,9 +217,11 @@ def mutated_source(mutant: Mutant) -> str:
 
 # -- running -----------------------------------------------------------------------------------------------
 
+
 def _copy_repo(dest: Path) -> None:
-    ignore = shutil.ignore_patterns(".git", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache",
-                                    "*.egg-info", ".hypothesis")
+    ignore = shutil.ignore_patterns(
+        ".git", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", "*.egg-info", ".hypothesis"
+    )
     shutil.copytree(ROOT, dest, ignore=ignore, dirs_exist_ok=True)
     for file, text in SOURCES.items():  # the targets exactly as the mutants were computed from
         (dest / file).write_text(text, encoding="utf-8")
@@ -258,13 +289,15 @@ def main(argv: list[str] | None = None) -> int:
 
     mutants = sorted((m for f in opts.files for m in find_mutants(f)), key=lambda m: (m.file, m.line, m.site))
     if opts.rerun:
-        wanted = [(o["file"], o["what"], o["code"]) for o in json.loads(opts.rerun.read_text(encoding="utf-8"))
-                  if o["status"] == "survived"]
+        wanted = [
+            (o["file"], o["what"], o["code"])
+            for o in json.loads(opts.rerun.read_text(encoding="utf-8"))
+            if o["status"] == "survived"
+        ]
         # Matched by file, mutation and line text, so lines that moved since are still found.
         mutants = [m for m in mutants if (m.file, m.what, m.code) in wanted]
     if opts.sample and opts.sample < len(mutants):
-        mutants = sorted(random.Random(opts.seed).sample(mutants, opts.sample),
-                         key=lambda m: (m.file, m.line, m.site))
+        mutants = sorted(random.Random(opts.seed).sample(mutants, opts.sample), key=lambda m: (m.file, m.line, m.site))
     if opts.list:
         for m in mutants:
             print(f"{m.file}:{m.line} {m.what}")
@@ -295,23 +328,36 @@ def main(argv: list[str] | None = None) -> int:
             for n, outcome in enumerate(pool.map(work, mutants), 1):
                 outcomes.append(outcome)
                 m = outcome.mutant
-                print(f"[{n}/{len(mutants)}] {outcome.status.upper():8} {m.file}:{m.line} {m.what}"
-                      f"  ({outcome.seconds:.1f}s) {outcome.detail}", flush=True)
+                print(
+                    f"[{n}/{len(mutants)}] {outcome.status.upper():8} {m.file}:{m.line} {m.what}"
+                    f"  ({outcome.seconds:.1f}s) {outcome.detail}",
+                    flush=True,
+                )
                 if opts.json:  # written as it goes, so an interrupted run keeps what it measured
                     _write_json(opts.json, outcomes)
 
     killed = sum(o.status != "survived" for o in outcomes)
     survivors = [o for o in outcomes if o.status == "survived"]
-    print(f"\n{len(outcomes)} mutants: {killed} killed ({sum(o.status == 'timeout' for o in outcomes)} by timeout), "
-          f"{len(survivors)} survived; score {100 * killed / max(1, len(outcomes)):.1f}%")
+    print(
+        f"\n{len(outcomes)} mutants: {killed} killed ({sum(o.status == 'timeout' for o in outcomes)} by timeout), "
+        f"{len(survivors)} survived; score {100 * killed / max(1, len(outcomes)):.1f}%"
+    )
     for o in survivors:
         print(f"  survivor: {o.mutant.file}:{o.mutant.line} {o.mutant.what}")
     return 0
 
 
 def _write_json(path: Path, outcomes: list[Outcome]) -> None:
-    path.write_text(json.dumps([{**asdict(o.mutant), "status": o.status, "seconds": round(o.seconds, 2),
-                                 "detail": o.detail} for o in outcomes], indent=1), encoding="utf-8")
+    path.write_text(
+        json.dumps(
+            [
+                {**asdict(o.mutant), "status": o.status, "seconds": round(o.seconds, 2), "detail": o.detail}
+                for o in outcomes
+            ],
+            indent=1,
+        ),
+        encoding="utf-8",
+    )
 
 
 if __name__ == "__main__":

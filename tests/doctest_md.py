@@ -113,8 +113,10 @@ def blocks(path: Path) -> list[Block]:
         block = Block(path, start + 1, lang, "\n".join(body) + "\n", options)
         known = PYTHON | SHELL | PARSED | OUTPUT
         if lang not in known and "file" not in options and "skip" not in options:
-            raise DocTestError(f"{block.where}: fence language {lang or '(none)'!r} is not one of "
-                               f"{sorted(known)}; name it (```text for output)")
+            raise DocTestError(
+                f"{block.where}: fence language {lang or '(none)'!r} is not one of "
+                f"{sorted(known)}; name it (```text for output)"
+            )
         found.append(block)
     return found
 
@@ -138,14 +140,23 @@ def _run_shell(block: Block, cwd: Path) -> None:
     env = {**os.environ, "DOCTEST_PYTHON": sys.executable, "DOCTEST_ROOT": str(ROOT), "NO_COLOR": "1"}
     for line, expected in commands(block):
         try:
-            done = subprocess.run(["bash", "-c", _SHELL_PRELUDE + line], cwd=cwd, env=env, capture_output=True,
-                                  text=True, timeout=COMMAND_TIMEOUT, stdin=subprocess.DEVNULL)
+            done = subprocess.run(
+                ["bash", "-c", _SHELL_PRELUDE + line],
+                cwd=cwd,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=COMMAND_TIMEOUT,
+                stdin=subprocess.DEVNULL,
+            )
         except subprocess.TimeoutExpired as e:
             raise DocTestError(f"{block.where}: `{line}` did not finish in {COMMAND_TIMEOUT} s") from e
         if done.returncode != expected:
             tail = "\n".join((done.stdout + done.stderr).splitlines()[-40:])
-            raise DocTestError(f"{block.where}: `{line}` exited {done.returncode}, the doc expects {expected}"
-                               f" (<!-- doctest: exit=N --> before the fence sets it):\n{tail}")
+            raise DocTestError(
+                f"{block.where}: `{line}` exited {done.returncode}, the doc expects {expected}"
+                f" (<!-- doctest: exit=N --> before the fence sets it):\n{tail}"
+            )
 
 
 def _run_python(block: Block, namespace: dict[str, object]) -> None:

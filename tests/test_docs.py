@@ -53,7 +53,8 @@ def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> list[str
 
 
 def test_python_blocks_share_a_namespace_and_a_failure_names_file_and_line(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """DOC-1: a later block sees an earlier block's names; a failing assert names the block's fence line."""
     text = "# t\n\n```python\nx = 2\n```\n\nthen\n\n```python\nassert x == 3, 'x is not 3'\n```\n"
     with pytest.raises(DocTestError, match=r"doc\.md:9: the python block raised AssertionError: x is not 3"):
@@ -61,27 +62,36 @@ def test_python_blocks_share_a_namespace_and_a_failure_names_file_and_line(
 
 
 def test_file_blocks_are_written_and_shell_commands_must_exit_as_documented(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """DOC-1: ``file=`` writes a module a later command uses; a wrong exit status fails with the line."""
     test = "def test_one():\n    assert 1 == 2\n"
-    ok = f"<!-- doctest: file=test_one.py -->\n```python\n{test}```\n\n<!-- doctest: exit=1 -->\n```sh\n" \
-         "$ pytest -q -p no:cacheprovider test_one.py\n```\n"
+    ok = (
+        f"<!-- doctest: file=test_one.py -->\n```python\n{test}```\n\n<!-- doctest: exit=1 -->\n```sh\n"
+        "$ pytest -q -p no:cacheprovider test_one.py\n```\n"
+    )
     assert _run(tmp_path, monkeypatch, ok) == []
     wrong = ok.replace("<!-- doctest: exit=1 -->\n", "")
-    with pytest.raises(DocTestError, match=r"doc\.md:7: `pytest -q -p no:cacheprovider test_one.py` exited 1, "
-                                           r"the doc expects 0"):
+    with pytest.raises(
+        DocTestError,
+        match=r"doc\.md:7: `pytest -q -p no:cacheprovider test_one.py` exited 1, "
+        r"the doc expects 0",
+    ):
         _run(tmp_path, monkeypatch, wrong)
 
 
 def test_install_lines_are_not_run_and_env_assignments_are(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """DOC-1: ``pip install``/``scripts/`` lines are left alone; ``VAR=x pytest …`` runs with VAR set."""
-    body = ("python -m pip install nothing-at-all\nscripts/missing.sh\n"
-            "DOC_FLAG=on python -m pytest -q -p no:cacheprovider test_env.py\n")
+    body = (
+        "python -m pip install nothing-at-all\nscripts/missing.sh\n"
+        "DOC_FLAG=on python -m pytest -q -p no:cacheprovider test_env.py\n"
+    )
     block = blocks(_doc(tmp_path, f"```sh\n{body}```\n"))[0]
-    assert [line for line, _ in commands(block)] == ["DOC_FLAG=on python -m pytest -q -p no:cacheprovider "
-                                                     "test_env.py"]
-    text = ("<!-- doctest: file=test_env.py -->\n```python\nimport os\n\ndef test_env():\n"
-            "    assert os.environ['DOC_FLAG'] == 'on'\n```\n\n```sh\n" + body + "```\n")
+    assert [line for line, _ in commands(block)] == ["DOC_FLAG=on python -m pytest -q -p no:cacheprovider test_env.py"]
+    text = (
+        "<!-- doctest: file=test_env.py -->\n```python\nimport os\n\ndef test_env():\n"
+        "    assert os.environ['DOC_FLAG'] == 'on'\n```\n\n```sh\n" + body + "```\n"
+    )
     assert _run(tmp_path, monkeypatch, text) == []
 
 
@@ -98,6 +108,7 @@ def test_json_toml_and_unnamed_fences(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_skip_needs_a_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """DOC-1: a skipped block is reported with its reason; a skip without one is refused."""
     assert _run(tmp_path, monkeypatch, '<!-- doctest: skip reason="needs a GPU" -->\n```python\n1/0\n```\n') == [
-        f"{tmp_path / 'doc.md'}:2: needs a GPU"]
+        f"{tmp_path / 'doc.md'}:2: needs a GPU"
+    ]
     with pytest.raises(DocTestError, match="needs a reason"):
         blocks(_doc(tmp_path, "<!-- doctest: skip -->\n```python\n1/0\n```\n"))

@@ -20,9 +20,14 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
             pytest.fail("mkdocs is not installed in CI: scripts/install-test-deps.sh installs the docs extra")
         pytest.skip("the docs extra is not installed: python -m pip install -e '.[docs]'")
     out = tmp_path_factory.mktemp("site")
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "NO_COLOR": "1"})
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "NO_COLOR": "1"},
+    )
     assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stdout}{done.stderr}"
     return out
 
@@ -38,11 +43,14 @@ def test_the_site_builds_strictly_with_every_page_in_the_nav(site: Path) -> None
     assert not missing, f"pages not built: {missing}"
 
 
-@pytest.mark.parametrize(("page", "names"), [
-    ("reference_runtime", ["Runner", "FaultInjector", "CrashNotReachedError", "SimulatedCrash"]),
-    ("conformance", ["StoreConformance", "StoreFactory", "RunnerFactory", "factory_from_url"]),
-    ("pytest_durable", ["DurableHarness", "Ledger", "Scenario", "crash_schedules"]),
-])
+@pytest.mark.parametrize(
+    ("page", "names"),
+    [
+        ("reference_runtime", ["Runner", "FaultInjector", "CrashNotReachedError", "SimulatedCrash"]),
+        ("conformance", ["StoreConformance", "StoreFactory", "RunnerFactory", "factory_from_url"]),
+        ("pytest_durable", ["DurableHarness", "Ledger", "Scenario", "crash_schedules"]),
+    ],
+)
 def test_the_api_reference_is_generated_from_the_docstrings(site: Path, page: str, names: list[str]) -> None:
     """DOC-4: each package's API page lists its public names with their docstrings."""
     html = (site / "api" / page / "index.html").read_text(encoding="utf-8")

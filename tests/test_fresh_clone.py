@@ -21,8 +21,12 @@ pytestmark = pytest.mark.fresh_clone
 
 #: What the README's test command runs here instead of the whole suite (which is what .ci/run itself runs):
 #: the golden-vector tests, the examples, and the README's own code blocks.
-SUBSET = ["tests/serde", "tests/runtime/test_state_keys.py", "tests/test_examples.py",
-          "tests/test_docs.py::test_every_code_block_of_the_file_runs[README.md]"]
+SUBSET = [
+    "tests/serde",
+    "tests/runtime/test_state_keys.py",
+    "tests/test_examples.py",
+    "tests/test_docs.py::test_every_code_block_of_the_file_runs[README.md]",
+]
 
 
 def readme_setup_commands() -> tuple[str, str]:
@@ -37,8 +41,15 @@ def readme_setup_commands() -> tuple[str, str]:
 
 
 def _run(command: str, cwd: Path, env: dict[str, str], timeout: int) -> str:
-    done = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        ["bash", "-c", command],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
     output = done.stdout + done.stderr
     assert done.returncode == 0, f"`{command}` exited {done.returncode} in a fresh clone:\n{output[-6000:]}"
     return output

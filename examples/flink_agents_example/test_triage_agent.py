@@ -19,8 +19,9 @@ INPUTS = [
 @pytest.fixture(autouse=True)
 def ledger(durable_ledger: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """Every case the helpdesk opens goes through the side-effect ledger (it deduplicates on request id)."""
-    booked = durable_ledger.wrap(helpdesk.HELPDESK.open_case, "open_case",
-                                 dedup=lambda request_id, ticket, queue: request_id)
+    booked = durable_ledger.wrap(
+        helpdesk.HELPDESK.open_case, "open_case", dedup=lambda request_id, ticket, queue: request_id
+    )
     monkeypatch.setattr(helpdesk.HELPDESK, "open_case", booked)
     return durable_ledger
 

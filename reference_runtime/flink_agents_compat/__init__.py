@@ -16,10 +16,12 @@ from ..agent import Agent
 
 #: Payload classes of flink_agents that the default codec admits for an adapted agent: plain data
 #: models a chat model returns (spec PAY-3 still holds for everything else).
-FLINK_PAYLOAD_CLASSES = frozenset({
-    "flink_agents.api.chat_message.ChatMessage",
-    "flink_agents.api.chat_message.MessageRole",
-})
+FLINK_PAYLOAD_CLASSES = frozenset(
+    {
+        "flink_agents.api.chat_message.ChatMessage",
+        "flink_agents.api.chat_message.MessageRole",
+    }
+)
 
 
 def is_flink_agent(obj: Any) -> bool:
@@ -45,8 +47,9 @@ def runtime_agent(obj: Any) -> type[Agent]:
         from .agent import adapt
 
         return adapt(obj)
-    raise TypeError(f"expected a reference_runtime.Agent subclass or a flink_agents Agent (class or "
-                    f"instance), got {obj!r}")
+    raise TypeError(
+        f"expected a reference_runtime.Agent subclass or a flink_agents Agent (class or instance), got {obj!r}"
+    )
 
 
 __all__ = ["FLINK_PAYLOAD_CLASSES", "is_agent", "is_flink_agent", "runtime_agent"]

@@ -32,8 +32,15 @@ DELIVERY_KEY = "flink-agents.event-delivery"
 _BY_CLASS: dict[type, type[Agent]] = {}
 _BY_INSTANCE: weakref.WeakKeyDictionary[FlinkAgent, type[Agent]] = weakref.WeakKeyDictionary()
 #: Resource kinds declared by decorator (a descriptor of a real model, store or server).
-_DECLARED = ("_is_chat_model_setup", "_is_chat_model_connection", "_is_embedding_model_setup",
-             "_is_embedding_model_connection", "_is_vector_store", "_is_mcp_server", "_is_skills")
+_DECLARED = (
+    "_is_chat_model_setup",
+    "_is_chat_model_connection",
+    "_is_embedding_model_setup",
+    "_is_embedding_model_connection",
+    "_is_vector_store",
+    "_is_mcp_server",
+    "_is_skills",
+)
 
 
 def adapt(agent: type[FlinkAgent] | FlinkAgent) -> type[Agent]:
@@ -80,11 +87,15 @@ def _callable(function: Any, where: str) -> Callable[..., Any]:
             for part in function.qualname.split("."):
                 target = getattr(target, part)
         except (ImportError, AttributeError) as exc:
-            raise TypeError(f"{where}: {function.module}.{function.qualname} cannot be resolved by module and "
-                            f"qualname ({exc}); define the function at module level") from None
+            raise TypeError(
+                f"{where}: {function.module}.{function.qualname} cannot be resolved by module and "
+                f"qualname ({exc}); define the function at module level"
+            ) from None
         return target  # type: ignore[no-any-return]
-    raise UnsupportedFeatureError(f"{where}: {type(function).__name__} actions (cross-language functions) "
-                                  "cannot run in-process; only Python actions can")
+    raise UnsupportedFeatureError(
+        f"{where}: {type(function).__name__} actions (cross-language functions) "
+        "cannot run in-process; only Python actions can"
+    )
 
 
 def _specs(agent: FlinkAgent, env: _Env) -> list[ActionSpec]:
@@ -94,16 +105,19 @@ def _specs(agent: FlinkAgent, env: _Env) -> list[ActionSpec]:
             break
         for name, value in vars(parent).items():
             if _marker(value) is not None:
-                raise TypeError(f"inherited @action {parent.__qualname__}.{name} is not supported by Flink Agents; "
-                                "declare it on the concrete agent")
+                raise TypeError(
+                    f"inherited @action {parent.__qualname__}.{name} is not supported by Flink Agents; "
+                    "declare it on the concrete agent"
+                )
     specs: list[ActionSpec] = []
     for name, value in vars(cls).items():
         found = _marker(value)
         if found is None:
             continue
         if getattr(value, "_target", None) is not None or getattr(found[0], "_target", None) is not None:
-            raise UnsupportedFeatureError(f"action {cls.__qualname__}.{name} targets a cross-language function, "
-                                          "which cannot run in-process")
+            raise UnsupportedFeatureError(
+                f"action {cls.__qualname__}.{name} targets a cross-language function, which cannot run in-process"
+            )
         fn, events = found
         specs.append(_spec(name, fn, [_event_type(e, f"{cls.__qualname__}.{name}") for e in events], None, env))
     for name, (events, function, config) in agent.actions.items():
@@ -119,8 +133,7 @@ def _builtin_specs(env: _Env) -> list[ActionSpec]:
 
     specs = []
     for builtin in (CHAT_MODEL_ACTION, TOOL_CALL_ACTION, CONTEXT_RETRIEVAL_ACTION):
-        fn = _callable(ApiPythonFunction(module=builtin.exec.module, qualname=builtin.exec.qualname),
-                       builtin.name)
+        fn = _callable(ApiPythonFunction(module=builtin.exec.module, qualname=builtin.exec.qualname), builtin.name)
         specs.append(_spec(builtin.name, fn, list(builtin.listen_event_types), builtin.config, env))
     return specs
 
@@ -133,8 +146,9 @@ class _Env:
         self.metrics = Metrics()
 
 
-def _spec(name: str, fn: Callable[..., Any], triggers: list[str], config: dict[str, Any] | None,
-          env: _Env) -> ActionSpec:
+def _spec(
+    name: str, fn: Callable[..., Any], triggers: list[str], config: dict[str, Any] | None, env: _Env
+) -> ActionSpec:
     def run(event: Event, ctx: RunnerContext) -> Any:
         def resolve(resource: str, kind: ResourceType) -> Any:
             return env.resources.get(resource, kind, ctx)
@@ -159,15 +173,19 @@ def _build(agent: FlinkAgent) -> type[Agent]:
     def builtin_actions(_: type[Agent]) -> list[ActionSpec]:
         return list(builtins)
 
-    adapted = type(cls.__name__, (Agent,), {
-        "__module__": cls.__module__,
-        "__qualname__": cls.__qualname__,
-        "__doc__": cls.__doc__,
-        "config": {},
-        "flink_agent": agent,
-        "actions": classmethod(own_actions),
-        "builtin_actions": classmethod(builtin_actions),
-    })
+    adapted = type(
+        cls.__name__,
+        (Agent,),
+        {
+            "__module__": cls.__module__,
+            "__qualname__": cls.__qualname__,
+            "__doc__": cls.__doc__,
+            "config": {},
+            "flink_agent": agent,
+            "actions": classmethod(own_actions),
+            "builtin_actions": classmethod(builtin_actions),
+        },
+    )
     return adapted
 
 
@@ -202,12 +220,16 @@ class _Resources:
         if kind is ResourceType.PROMPT and registered is not None:
             return registered
         if registered is not None or (declared is not None and _marked(declared, _DECLARED)):
-            raise UnsupportedFeatureError(f"resource {name!r} ({kind.value}) of {cls.__qualname__} is backed by a "
-                                          f"real service, which does not run in-process; {_HOOK}")
+            raise UnsupportedFeatureError(
+                f"resource {name!r} ({kind.value}) of {cls.__qualname__} is backed by a "
+                f"real service, which does not run in-process; {_HOOK}"
+            )
         if kind is ResourceType.TOOL:
             return None  # the built-in tool action answers "Tool `name` does not exist.", as on a cluster
-        raise UnsupportedFeatureError(f"no resource {name!r} of type {kind.value} is declared by "
-                                      f"{cls.__qualname__} or supplied by the test; {_HOOK}")
+        raise UnsupportedFeatureError(
+            f"no resource {name!r} of type {kind.value} is declared by "
+            f"{cls.__qualname__} or supplied by the test; {_HOOK}"
+        )
 
     def _tool(self, name: str, declared: Any) -> Any:
         tool = self.tools.get(name)

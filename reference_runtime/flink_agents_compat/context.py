@@ -156,7 +156,7 @@ class _Histogram(Histogram):
         self.values: list[int] = []
 
     def update(self, value: int) -> None:
-        self.values = [*self.values, value][-self.window_size:]
+        self.values = [*self.values, value][-self.window_size :]
 
     def get_mean(self) -> float:
         return sum(self.values) / len(self.values) if self.values else 0.0
@@ -197,8 +197,13 @@ class Metrics(MetricGroup):
 class FlinkContext(FlinkRunnerContext):
     """What an adapted action receives as ``ctx``: a real ``flink_agents`` ``RunnerContext``."""
 
-    def __init__(self, inner: RunnerContext, action_config: Mapping[str, Any] | None,
-                 resolve_resource: Callable[[str, ResourceType], Any], agent_metrics: Metrics) -> None:
+    def __init__(
+        self,
+        inner: RunnerContext,
+        action_config: Mapping[str, Any] | None,
+        resolve_resource: Callable[[str, ResourceType], Any],
+        agent_metrics: Metrics,
+    ) -> None:
         self._inner = inner
         self._action_config = dict(action_config or {})
         self._resolve = resolve_resource
@@ -239,7 +244,8 @@ class FlinkContext(FlinkRunnerContext):
         if fake is None:
             raise UnsupportedFeatureError(
                 f"long-term memory is not available in-process (it needs a vector store); "
-                f"{_HOOK.replace('name', repr(LONG_TERM_MEMORY))}")
+                f"{_HOOK.replace('name', repr(LONG_TERM_MEMORY))}"
+            )
         return fake
 
     @property
@@ -269,12 +275,14 @@ class FlinkContext(FlinkRunnerContext):
         return self._action_metrics
 
     # Only ``reconciler`` is reserved, as in flink_agents 0.3.1: every other keyword reaches ``func``.
-    def durable_execute(self, func: Callable[..., Any], *args: Any, reconciler: Callable[[], Any] | None = None,
-                        **kwargs: Any) -> Any:
+    def durable_execute(
+        self, func: Callable[..., Any], *args: Any, reconciler: Callable[[], Any] | None = None, **kwargs: Any
+    ) -> Any:
         return self._inner.durable_call(func, args, kwargs, reconciler=reconciler)
 
-    def durable_execute_async(self, func: Callable[..., Any], *args: Any,
-                              reconciler: Callable[[], Any] | None = None, **kwargs: Any) -> Any:
+    def durable_execute_async(
+        self, func: Callable[..., Any], *args: Any, reconciler: Callable[[], Any] | None = None, **kwargs: Any
+    ) -> Any:
         return self._inner.durable_call_async(func, args, kwargs, reconciler=reconciler)
 
     def close(self) -> None:

@@ -27,8 +27,14 @@ def _builtin_classes() -> dict[str, type[FlinkEvent]]:
         from flink_agents.api.events.chat_event import ChatRequestEvent, ChatResponseEvent
         from flink_agents.api.events.tool_event import ToolRequestEvent, ToolResponseEvent
 
-        for cls in (FlinkInputEvent, FlinkOutputEvent, ChatRequestEvent, ChatResponseEvent, ToolRequestEvent,
-                    ToolResponseEvent):
+        for cls in (
+            FlinkInputEvent,
+            FlinkOutputEvent,
+            ChatRequestEvent,
+            ChatResponseEvent,
+            ToolRequestEvent,
+            ToolResponseEvent,
+        ):
             _BUILTIN_BY_TYPE[cls.EVENT_TYPE] = cls
     return _BUILTIN_BY_TYPE
 
@@ -38,8 +44,15 @@ class WrappedEvent(Event):
 
     __slots__ = ("fields", "flink_class")
 
-    def __init__(self, flink_class: type[FlinkEvent], event_type: str, attributes: dict[str, Any],
-                 fields: dict[str, Any], *, id: uuid.UUID | None) -> None:
+    def __init__(
+        self,
+        flink_class: type[FlinkEvent],
+        event_type: str,
+        attributes: dict[str, Any],
+        fields: dict[str, Any],
+        *,
+        id: uuid.UUID | None,
+    ) -> None:
         super().__init__(event_type, attributes, id=id)
         self.flink_class = flink_class
         self.fields = fields
@@ -62,8 +75,10 @@ def wrap(event: FlinkEvent) -> WrappedEvent:
 
 
 def _unknown(value: Any) -> Any:
-    raise TypeError(f"event content {type(value).__name__} is not JSON data; Flink Agents sends events as "
-                    "JSON, so give it plain data or a pydantic model")
+    raise TypeError(
+        f"event content {type(value).__name__} is not JSON data; Flink Agents sends events as "
+        "JSON, so give it plain data or a pydantic model"
+    )
 
 
 def unwrap(event: Event, *, base: bool = False) -> FlinkEvent:
@@ -71,8 +86,9 @@ def unwrap(event: Event, *, base: bool = False) -> FlinkEvent:
     with ``base`` a plain ``flink_agents`` ``Event`` with the same data, as a Flink cluster delivers it."""
     if base:
         fields = event.fields if isinstance(event, WrappedEvent) else {}
-        return FlinkEvent.model_validate({"id": event.id, "type": event.type, "attributes": dict(event.attributes),
-                                          **fields})
+        return FlinkEvent.model_validate(
+            {"id": event.id, "type": event.type, "attributes": dict(event.attributes), **fields}
+        )
     if isinstance(event, WrappedEvent):
         cls: type[FlinkEvent] = event.flink_class
         fields = event.fields
@@ -82,8 +98,13 @@ def unwrap(event: Event, *, base: bool = False) -> FlinkEvent:
     return build(cls, event.id, event.type, event.attributes, fields)
 
 
-def build(cls: type[FlinkEvent], event_id: uuid.UUID | None, event_type: str, attributes: dict[str, Any],
-          fields: dict[str, Any]) -> FlinkEvent:
+def build(
+    cls: type[FlinkEvent],
+    event_id: uuid.UUID | None,
+    event_type: str,
+    attributes: dict[str, Any],
+    fields: dict[str, Any],
+) -> FlinkEvent:
     """An instance of ``cls`` from JSON data, as a typed event is rebuilt from a base one in Flink Agents:
     through ``cls.from_event`` where the class defines one (built-ins rebuild their messages), otherwise by
     validating the data into ``cls`` (without calling a custom ``__init__``, whose parameters are the

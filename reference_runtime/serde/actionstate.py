@@ -121,9 +121,11 @@ def _write_updates(updates: list[JavaMemoryUpdate] | None) -> str:
 
 
 def _write_call(c: JavaCallResult) -> str:
-    return (f'{{"functionId":{_str(c.function_id)},"argsDigest":{_str(c.args_digest)},'
-            f'"resultPayload":{_b64(c.result_payload)},"exceptionPayload":{_b64(c.exception_payload)},'
-            f'"status":{_str(c.status)}}}')
+    return (
+        f'{{"functionId":{_str(c.function_id)},"argsDigest":{_str(c.args_digest)},'
+        f'"resultPayload":{_b64(c.result_payload)},"exceptionPayload":{_b64(c.exception_payload)},'
+        f'"status":{_str(c.status)}}}'
+    )
 
 
 def write_action_state(state: JavaActionState) -> bytes:
@@ -131,9 +133,11 @@ def write_action_state(state: JavaActionState) -> bytes:
     task = "null" if state.task_event is None else write_event(state.task_event)
     outputs = "null" if state.output_events is None else "[" + ",".join(map(write_event, state.output_events)) + "]"
     calls = "null" if state.call_results is None else "[" + ",".join(map(_write_call, state.call_results)) + "]"
-    text = (f'{{"taskEvent":{task},"sensoryMemoryUpdates":{_write_updates(state.sensory_memory_updates)},'
-            f'"shortTermMemoryUpdates":{_write_updates(state.short_term_memory_updates)},'
-            f'"outputEvents":{outputs},"callResults":{calls},"completed":{"true" if state.completed else "false"}}}')
+    text = (
+        f'{{"taskEvent":{task},"sensoryMemoryUpdates":{_write_updates(state.sensory_memory_updates)},'
+        f'"shortTermMemoryUpdates":{_write_updates(state.short_term_memory_updates)},'
+        f'"outputEvents":{outputs},"callResults":{calls},"completed":{"true" if state.completed else "false"}}}'
+    )
     return text.encode("utf-8", "surrogatepass")
 
 
@@ -184,25 +188,33 @@ class _Read:
     def state(self, raw: Any) -> JavaActionState | None:
         if raw is None:
             return None
-        o = self.obj(raw, "$", ("taskEvent", "sensoryMemoryUpdates", "shortTermMemoryUpdates", "outputEvents",
-                                "callResults", "completed"))
+        o = self.obj(
+            raw,
+            "$",
+            ("taskEvent", "sensoryMemoryUpdates", "shortTermMemoryUpdates", "outputEvents", "callResults", "completed"),
+        )
         s = JavaActionState()
         if o.get("taskEvent") is not None:
             s.task_event = self.event(o["taskEvent"], "$.taskEvent")
-        for name, attr in (("sensoryMemoryUpdates", "sensory_memory_updates"),
-                           ("shortTermMemoryUpdates", "short_term_memory_updates")):
+        for name, attr in (
+            ("sensoryMemoryUpdates", "sensory_memory_updates"),
+            ("shortTermMemoryUpdates", "short_term_memory_updates"),
+        ):
             if name in o:
                 items = self.array(o[name], f"$.{name}")
-                setattr(s, attr, None if items is None else
-                        [self.update(u, f"$.{name}[{i}]") for i, u in enumerate(items)])
+                setattr(
+                    s, attr, None if items is None else [self.update(u, f"$.{name}[{i}]") for i, u in enumerate(items)]
+                )
         if "outputEvents" in o:
             items = self.array(o["outputEvents"], "$.outputEvents")
-            s.output_events = None if items is None else [
-                self.event(e, f"$.outputEvents[{i}]") for i, e in enumerate(items)]
+            s.output_events = (
+                None if items is None else [self.event(e, f"$.outputEvents[{i}]") for i, e in enumerate(items)]
+            )
         if "callResults" in o:
             items = self.array(o["callResults"], "$.callResults")
-            s.call_results = None if items is None else [
-                self.call(c, f"$.callResults[{i}]") for i, c in enumerate(items)]
+            s.call_results = (
+                None if items is None else [self.call(c, f"$.callResults[{i}]") for i, c in enumerate(items)]
+            )
         s.completed = self.boolean(o.get("completed"), "$.completed")
         return s
 
@@ -238,8 +250,11 @@ class _Read:
         known = ("path", "value", "objectCreation") if self.dialect == "pr1030" else ("path", "value")
         o = self.obj(raw, path, known)
         value = self.envelope(o.get("value"), f"{path}.value")
-        return JavaMemoryUpdate(self.string(o.get("path"), f"{path}.path"), value,
-                                self.boolean(o.get("objectCreation"), f"{path}.objectCreation"))
+        return JavaMemoryUpdate(
+            self.string(o.get("path"), f"{path}.path"),
+            value,
+            self.boolean(o.get("objectCreation"), f"{path}.objectCreation"),
+        )
 
     def envelope(self, raw: Any, path: str) -> kryo.JavaValue | None:
         if raw is None:
@@ -265,8 +280,9 @@ class _Read:
         try:
             return kryo.decode(data)
         except KryoDecodeError as exc:
-            raise WireFormatError(f"bad Kryo payload: {exc.reason}", path=f"{path}.payload", offset=exc.offset,
-                                  location=self.location) from None
+            raise WireFormatError(
+                f"bad Kryo payload: {exc.reason}", path=f"{path}.payload", offset=exc.offset, location=self.location
+            ) from None
 
     def event(self, raw: Any, path: str) -> JavaEvent:
         if not isinstance(raw, dict):
@@ -276,10 +292,12 @@ class _Read:
             raise self.fail("event has no @class type id", path)
         if cls not in self.event_classes:
             raise self.fail(f"@class {cls!r} is not a known Event class", f"{path}.@class")
-        ignored = ("sourceTimestamp",) + (("input",) if cls == INPUT_EVENT else ("output",) if cls == OUTPUT_EVENT
-                                          else ())
-        o = self.obj(raw, path, ("@class", "id", "type", "attributes", "upstreamEventId", "upstreamActionName"),
-                     ignored)
+        ignored = ("sourceTimestamp",) + (
+            ("input",) if cls == INPUT_EVENT else ("output",) if cls == OUTPUT_EVENT else ()
+        )
+        o = self.obj(
+            raw, path, ("@class", "id", "type", "attributes", "upstreamEventId", "upstreamActionName"), ignored
+        )
         raw_id = o.get("id")
         if raw_id is None:
             event_id = str(uuid.uuid4())  # HEAD's Event constructor mints a random id (0.3.1 kept null)
@@ -300,28 +318,40 @@ class _Read:
             attributes = {}
         if not isinstance(attributes, dict):
             raise self.fail(f"attributes must be an object, found {_kind(attributes)}", f"{path}.attributes")
-        return JavaEvent(cls, event_id, etype, attributes,
-                         self.string(o.get("upstreamEventId"), f"{path}.upstreamEventId"),
-                         self.string(o.get("upstreamActionName"), f"{path}.upstreamActionName"))
+        return JavaEvent(
+            cls,
+            event_id,
+            etype,
+            attributes,
+            self.string(o.get("upstreamEventId"), f"{path}.upstreamEventId"),
+            self.string(o.get("upstreamActionName"), f"{path}.upstreamActionName"),
+        )
 
 
 def _kind(raw: Any) -> str:
     if raw is None:
         return "null"
-    return {bool: "boolean", int: "number", float: "number", str: "string", list: "array",
-            dict: "object"}.get(type(raw), type(raw).__name__)
+    return {bool: "boolean", int: "number", float: "number", str: "string", list: "array", dict: "object"}.get(
+        type(raw), type(raw).__name__
+    )
 
 
-def read_action_state(data: bytes | str, *, location: Location | None = None, dialect: Dialect = "pr1030",
-                      event_classes: frozenset[str] = EVENT_CLASSES) -> JavaActionState | None:
+def read_action_state(
+    data: bytes | str,
+    *,
+    location: Location | None = None,
+    dialect: Dialect = "pr1030",
+    event_classes: frozenset[str] = EVENT_CLASSES,
+) -> JavaActionState | None:
     """Parse a record as ``ActionStateSerde.deserialize`` does; ``None`` for the input ``null``. Every
     refusal is a :class:`~reference_runtime.errors.WireFormatError` with the JSON path (and byte offset for
     malformed JSON or Kryo) plus ``location`` when given."""
     try:
         raw = loads(data)
     except WireFormatError as exc:
-        raise WireFormatError(exc.reason.rsplit(" at ", 1)[0], path=exc.path, offset=exc.offset,
-                              location=location) from None
+        raise WireFormatError(
+            exc.reason.rsplit(" at ", 1)[0], path=exc.path, offset=exc.offset, location=location
+        ) from None
     if raw is not None and not isinstance(raw, dict):
         raise WireFormatError(f"expected an ActionState object, found {_kind(raw)}", location=location)
     return _Read(location, dialect, event_classes).state(raw)
@@ -372,22 +402,32 @@ def event_to_runtime(e: JavaEvent, location: Location | None = None) -> Event:
         attributes = {k: v for k, v in attributes.items() if k != PY_CLASS_ATTRIBUTE}
     event_id = uuid.UUID(e.id) if e.id else None
     if recorded is not None and not isinstance(recorded, dict):
-        raise EventClassError(f"event attribute {PY_CLASS_ATTRIBUTE} must be an object, got {recorded!r:.200}",
-                              location)
+        raise EventClassError(
+            f"event attribute {PY_CLASS_ATTRIBUTE} must be an object, got {recorded!r:.200}", location
+        )
     path = recorded.get("class") if recorded is not None else None
     fields = recorded.get("fields", {}) if recorded is not None else {}
     if recorded is not None and "attributes" in recorded:
         from ..stores.native import decode_value
 
-        attributes = decode_value(recorded["attributes"], f"$.{PY_CLASS_ATTRIBUTE}.attributes",
-                                  location or Location())
+        attributes = decode_value(recorded["attributes"], f"$.{PY_CLASS_ATTRIBUTE}.attributes", location or Location())
     if (recorded is not None and "class" in recorded and not isinstance(path, str)) or not isinstance(fields, dict):
-        raise EventClassError(f"event attribute {PY_CLASS_ATTRIBUTE} must be {{\"class\": \"module:qualname\", "
-                              f"\"fields\": {{...}}}}, got {recorded!r:.200}", location)
+        raise EventClassError(
+            f'event attribute {PY_CLASS_ATTRIBUTE} must be {{"class": "module:qualname", '
+            f'"fields": {{...}}}}, got {recorded!r:.200}',
+            location,
+        )
     cls = builtin_class(e.type or "") if path is None else Event
     event = cls.__new__(cls)
-    Event.__init__(event, e.type, attributes, id=event_id, java_class=e.java_class,
-                   upstream_event_id=e.upstream_event_id, upstream_action_name=e.upstream_action_name)
+    Event.__init__(
+        event,
+        e.type,
+        attributes,
+        id=event_id,
+        java_class=e.java_class,
+        upstream_event_id=e.upstream_event_id,
+        upstream_action_name=e.upstream_action_name,
+    )
     event.id = event_id
     if path is None:
         return event
@@ -410,8 +450,14 @@ def event_from_runtime(e: Event) -> JavaEvent:
         attributes = _json_view(attributes)
     if recorded:
         attributes = {**attributes, PY_CLASS_ATTRIBUTE: recorded}
-    return JavaEvent(e.java_class, str(e.id) if e.id is not None else None, e.type, attributes,
-                     e.upstream_event_id, e.upstream_action_name)
+    return JavaEvent(
+        e.java_class,
+        str(e.id) if e.id is not None else None,
+        e.type,
+        attributes,
+        e.upstream_event_id,
+        e.upstream_action_name,
+    )
 
 
 def to_runtime(s: JavaActionState, location: Location | None = None) -> ActionState:
@@ -425,8 +471,16 @@ def to_runtime(s: JavaActionState, location: Location | None = None) -> ActionSt
         sensory_memory_updates=updates(s.sensory_memory_updates),
         short_term_memory_updates=updates(s.short_term_memory_updates),
         output_events=[event_to_runtime(e, location) for e in s.output_events or []],
-        call_results=[CallResult(c.function_id or "", c.args_digest or "", c.result_payload, c.exception_payload,
-                                 None if c.status is None else CallStatus(c.status)) for c in s.call_results or []],
+        call_results=[
+            CallResult(
+                c.function_id or "",
+                c.args_digest or "",
+                c.result_payload,
+                c.exception_payload,
+                None if c.status is None else CallStatus(c.status),
+            )
+            for c in s.call_results or []
+        ],
         completed=s.completed,
     )
 
@@ -440,8 +494,16 @@ def from_runtime(s: ActionState) -> JavaActionState:
         sensory_memory_updates=updates(s.sensory_memory_updates),
         short_term_memory_updates=updates(s.short_term_memory_updates),
         output_events=[event_from_runtime(e) for e in s.output_events],
-        call_results=[JavaCallResult(c.function_id, c.args_digest, c.result_payload, c.exception_payload,
-                                     None if c.status is None else c.status.value) for c in s.call_results],
+        call_results=[
+            JavaCallResult(
+                c.function_id,
+                c.args_digest,
+                c.result_payload,
+                c.exception_payload,
+                None if c.status is None else c.status.value,
+            )
+            for c in s.call_results
+        ],
         completed=s.completed,
     )
 

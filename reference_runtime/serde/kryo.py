@@ -35,12 +35,26 @@ from typing import Any
 from ..errors import KryoDecodeError
 
 #: Kryo's default registrations (id written as varint(id + 2)).
-_REGISTERED = {0: "Integer", 1: "String", 2: "Float", 3: "Boolean", 4: "Byte", 5: "Character", 6: "Short",
-               7: "Long", 8: "Double"}
+_REGISTERED = {
+    0: "Integer",
+    1: "String",
+    2: "Float",
+    3: "Boolean",
+    4: "Byte",
+    5: "Character",
+    6: "Short",
+    7: "Long",
+    8: "Double",
+}
 _REGISTERED_ID = {v: k for k, v in _REGISTERED.items()}
 #: Unregistered classes written by name, and the model name of each.
-_NAMED = {"[B": "bytes", "java.util.ArrayList": "ArrayList", "java.util.HashMap": "HashMap",
-          "java.util.LinkedHashMap": "LinkedHashMap", "java.math.BigInteger": "BigInteger"}
+_NAMED = {
+    "[B": "bytes",
+    "java.util.ArrayList": "ArrayList",
+    "java.util.HashMap": "HashMap",
+    "java.util.LinkedHashMap": "LinkedHashMap",
+    "java.math.BigInteger": "BigInteger",
+}
 _CLASS_NAME = {v: k for k, v in _NAMED.items()}
 #: Types Kryo tracks references for (everything but the primitive wrappers).
 _TRACKED = frozenset({"String", "bytes", "ArrayList", "HashMap", "LinkedHashMap", "BigInteger"})
@@ -535,8 +549,9 @@ def to_python(value: JavaValue | None) -> Any:
                 try:
                     out[key] = conv(x)
                 except TypeError:
-                    raise KryoDecodeError(f"map key of type {k.java if k else None} is not usable in Python",
-                                          path="payload") from None
+                    raise KryoDecodeError(
+                        f"map key of type {k.java if k else None} is not usable in Python", path="payload"
+                    ) from None
             return out
         if j in ("Double", "Float"):
             return float(v.value)

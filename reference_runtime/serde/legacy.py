@@ -27,10 +27,18 @@ from .jackson import loads
 
 PYTHON_EVENT = "org.apache.flink.agents.runtime.python.event.PythonEvent"
 #: Python event classes of 0.2.0 and the routing type the runtime gives them.
-_PYTHON_TYPES = {"flink_agents.api.events.event.InputEvent": "_input_event",
-                 "flink_agents.api.events.event.OutputEvent": "_output_event"}
-_STATE_FIELDS = ("taskEvent", "sensoryMemoryUpdates", "shortTermMemoryUpdates", "outputEvents", "callResults",
-                 "completed")
+_PYTHON_TYPES = {
+    "flink_agents.api.events.event.InputEvent": "_input_event",
+    "flink_agents.api.events.event.OutputEvent": "_output_event",
+}
+_STATE_FIELDS = (
+    "taskEvent",
+    "sensoryMemoryUpdates",
+    "shortTermMemoryUpdates",
+    "outputEvents",
+    "callResults",
+    "completed",
+)
 
 
 def _fail(message: str, path: str, location: Location | None) -> WireFormatError:
@@ -55,8 +63,9 @@ def _event(raw: Any, path: str, location: Location | None) -> Event:
     if cls == PYTHON_EVENT:
         text = raw.get("eventJsonStr")
         if not isinstance(text, str):
-            raise _fail("PythonEvent without eventJsonStr (its pickle is never loaded)", f"{path}.eventJsonStr",
-                        location)
+            raise _fail(
+                "PythonEvent without eventJsonStr (its pickle is never loaded)", f"{path}.eventJsonStr", location
+            )
         try:
             body = loads(text)
         except WireFormatError as exc:
@@ -71,9 +80,12 @@ def _event(raw: Any, path: str, location: Location | None) -> Event:
             raise _fail("attributes must be an object", f"{path}.eventJsonStr.attributes", location)
         attributes = dict(attributes)
         attributes.update({k: v for k, v in body.items() if k not in ("id", "eventType", "attributes")})
-        return Event(_PYTHON_TYPES.get(event_type, event_type or "_unknown_event"), attributes,
-                     id=_uuid(body.get("id", raw.get("id")), f"{path}.eventJsonStr.id", location),
-                     java_class=cls)
+        return Event(
+            _PYTHON_TYPES.get(event_type, event_type or "_unknown_event"),
+            attributes,
+            id=_uuid(body.get("id", raw.get("id")), f"{path}.eventJsonStr.id", location),
+            java_class=cls,
+        )
     if cls not in EVENT_CLASSES:
         raise _fail(f"@class {cls!r} is not an event class 0.2.0 wrote", f"{path}.@class", location)
     attributes = raw.get("attributes") or {}
@@ -123,8 +135,9 @@ def read_legacy_020(data: bytes | str, *, location: Location | None = None) -> A
     try:
         raw = loads(data)
     except WireFormatError as exc:
-        raise WireFormatError(exc.reason.rsplit(" at ", 1)[0], path=exc.path, offset=exc.offset,
-                              location=location) from None
+        raise WireFormatError(
+            exc.reason.rsplit(" at ", 1)[0], path=exc.path, offset=exc.offset, location=location
+        ) from None
     if not isinstance(raw, dict):
         raise _fail("expected an ActionState object", "$", location)
     for name in raw:
@@ -133,21 +146,29 @@ def read_legacy_020(data: bytes | str, *, location: Location | None = None) -> A
     state = ActionState(completed=bool(raw.get("completed")))
     if raw.get("taskEvent") is not None:
         state.task_event = _event(raw["taskEvent"], "$.taskEvent", location)
-    for name, target in (("sensoryMemoryUpdates", state.sensory_memory_updates),
-                         ("shortTermMemoryUpdates", state.short_term_memory_updates)):
+    for name, target in (
+        ("sensoryMemoryUpdates", state.sensory_memory_updates),
+        ("shortTermMemoryUpdates", state.short_term_memory_updates),
+    ):
         for i, u in enumerate(_list(raw.get(name), f"$.{name}", location)):
             if not isinstance(u, dict):
                 raise _fail("expected a memory update object", f"$.{name}[{i}]", location)
             target.append(MemoryUpdate(_text(u.get("path"), f"$.{name}[{i}].path", location), u.get("value")))
-    state.output_events = [_event(e, f"$.outputEvents[{i}]", location)
-                           for i, e in enumerate(_list(raw.get("outputEvents"), "$.outputEvents", location))]
+    state.output_events = [
+        _event(e, f"$.outputEvents[{i}]", location)
+        for i, e in enumerate(_list(raw.get("outputEvents"), "$.outputEvents", location))
+    ]
     for i, c in enumerate(_list(raw.get("callResults"), "$.callResults", location)):
         path = f"$.callResults[{i}]"
         if not isinstance(c, dict):
             raise _fail("expected a call result object", path, location)
-        state.call_results.append(CallResult(
-            _text(c.get("functionId"), f"{path}.functionId", location),
-            _text(c.get("argsDigest"), f"{path}.argsDigest", location),
-            _payload(c.get("resultPayload"), f"{path}.resultPayload", location),
-            _payload(c.get("exceptionPayload"), f"{path}.exceptionPayload", location), None))
+        state.call_results.append(
+            CallResult(
+                _text(c.get("functionId"), f"{path}.functionId", location),
+                _text(c.get("argsDigest"), f"{path}.argsDigest", location),
+                _payload(c.get("resultPayload"), f"{path}.resultPayload", location),
+                _payload(c.get("exceptionPayload"), f"{path}.exceptionPayload", location),
+                None,
+            )
+        )
     return state

@@ -28,8 +28,15 @@ from .base import ActionStateStore, RecoveryMarker
 from .forwarding import ForwardingStore
 
 FaultKind = Literal["fail", "fail_after", "tear", "delay", "lose"]
-OPERATIONS = ("put", "get", "put_call_results", "truncate_call_results", "prune_state", "get_recovery_marker",
-              "rebuild_state")
+OPERATIONS = (
+    "put",
+    "get",
+    "put_call_results",
+    "truncate_call_results",
+    "prune_state",
+    "get_recovery_marker",
+    "rebuild_state",
+)
 _WRITES = frozenset({"put", "put_call_results", "truncate_call_results", "prune_state"})
 
 
@@ -58,8 +65,9 @@ class FaultyStore(ForwardingStore):
     """Forwards to ``inner`` and applies ``faults``. ``fired`` lists ``(fault, operation, call number)`` of
     every fault applied; ``armed = False`` turns the schedule off (a repaired store)."""
 
-    def __init__(self, inner: ActionStateStore, faults: Iterable[StoreFault] = (), *,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self, inner: ActionStateStore, faults: Iterable[StoreFault] = (), *, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
         super().__init__(inner)
         self.faults = list(faults)
         self.sleep = sleep

@@ -186,19 +186,36 @@ def _probe(bootstrap: str, timeout: float) -> str | None:
 class KafkaStore:
     """An :class:`~reference_runtime.stores.base.ActionStateStore` backed by a compacted Kafka topic."""
 
-    def __new__(cls, bootstrap: str, topic: str, *, partitions: int = 4, timeout: float = 10.0,
-                format: str = NATIVE, read_only: bool = False) -> KafkaStore:
+    def __new__(
+        cls,
+        bootstrap: str,
+        topic: str,
+        *,
+        partitions: int = 4,
+        timeout: float = 10.0,
+        format: str = NATIVE,
+        read_only: bool = False,
+    ) -> KafkaStore:
         if cls is KafkaStore and format == FLINK_AGENTS:
             from .kafka_flink import FlinkAgentsKafkaStore
 
             return super().__new__(FlinkAgentsKafkaStore)
         return super().__new__(cls)
 
-    def __init__(self, bootstrap: str, topic: str, *, partitions: int = 4, timeout: float = 10.0,
-                 format: str = NATIVE, read_only: bool = False) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        *,
+        partitions: int = 4,
+        timeout: float = 10.0,
+        format: str = NATIVE,
+        read_only: bool = False,
+    ) -> None:
         if format not in FORMATS:
-            raise StoreUrlError(f"unknown Kafka store format {format!r} for kafka://{bootstrap}/{topic}; "
-                                f"known: {', '.join(FORMATS)}")
+            raise StoreUrlError(
+                f"unknown Kafka store format {format!r} for kafka://{bootstrap}/{topic}; known: {', '.join(FORMATS)}"
+            )
         if not TOPIC.match(topic):
             raise StoreUrlError(f"bad Kafka topic name {topic!r} for kafka://{bootstrap}/{topic}")
         if partitions < 1:
@@ -227,8 +244,10 @@ class KafkaStore:
             import confluent_kafka
             from confluent_kafka import admin as kafka_admin
         except ImportError as exc:
-            raise StoreError(f"cannot open Kafka store {self.url}: confluent-kafka is not installed "
-                             "(pip install pytest-durable[kafka])") from exc
+            raise StoreError(
+                f"cannot open Kafka store {self.url}: confluent-kafka is not installed "
+                "(pip install pytest-durable[kafka])"
+            ) from exc
         self._ck: Any = confluent_kafka
         cause = _probe(bootstrap, min(self.timeout, 5.0))
         if cause is not None:
@@ -241,23 +260,27 @@ class KafkaStore:
         }
         self._admin: Any = kafka_admin.AdminClient(dict(common))
         self._npart = self._ensure_topic(kafka_admin, partitions)
-        self._producer: Any = confluent_kafka.Producer({
-            **common,
-            "acks": "all",
-            "linger.ms": 5,
-            "max.in.flight.requests.per.connection": 1,
-            "message.timeout.ms": max(1000, int(self.timeout * 1000)),
-        })
-        self._consumer: Any = confluent_kafka.Consumer({
-            **common,
-            # group.id is mandatory for a librdkafka consumer; it is never joined (assign only) or committed.
-            "group.id": f"durable-replay-{uuid.uuid4()}",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "auto.offset.reset": "earliest",
-            "enable.partition.eof": True,
-            "fetch.wait.max.ms": 10,
-        })
+        self._producer: Any = confluent_kafka.Producer(
+            {
+                **common,
+                "acks": "all",
+                "linger.ms": 5,
+                "max.in.flight.requests.per.connection": 1,
+                "message.timeout.ms": max(1000, int(self.timeout * 1000)),
+            }
+        )
+        self._consumer: Any = confluent_kafka.Consumer(
+            {
+                **common,
+                # group.id is mandatory for a librdkafka consumer; it is never joined (assign only) or committed.
+                "group.id": f"durable-replay-{uuid.uuid4()}",
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "auto.offset.reset": "earliest",
+                "enable.partition.eof": True,
+                "fetch.wait.max.ms": 10,
+            }
+        )
 
     @classmethod
     def from_url(cls, url: str, *, timeout: float | None = None, read_only: bool = False) -> KafkaStore:
@@ -277,8 +300,7 @@ class KafkaStore:
 
         The old object stays open; close it yourself once it is no longer needed.
         """
-        again = KafkaStore(self.bootstrap, self.topic, partitions=self._npart, timeout=self.timeout,
-                           format=self.format)
+        again = KafkaStore(self.bootstrap, self.topic, partitions=self._npart, timeout=self.timeout, format=self.format)
         again.rebuild_state([])
         return again
 
@@ -294,8 +316,9 @@ class KafkaStore:
         try:
             metadata = self._admin.list_topics(timeout=self.timeout)
         except Exception as exc:  # KafkaException: broker down, timed out
-            raise StoreError(f"cannot reach Kafka store {self.url}: {exc} "
-                             f"(last client error: {self._last_error})") from exc
+            raise StoreError(
+                f"cannot reach Kafka store {self.url}: {exc} (last client error: {self._last_error})"
+            ) from exc
         if self.topic not in metadata.topics:
             if self.read_only:
                 raise StoreError(f"Kafka store {self.url}: topic {self.topic!r} does not exist")
@@ -315,8 +338,7 @@ class KafkaStore:
 
     def _create_topic(self, kafka_admin: Any, partitions: int) -> None:
         for config in ({"cleanup.policy": "compact"}, None):
-            new = kafka_admin.NewTopic(self.topic, num_partitions=partitions, replication_factor=1,
-                                       config=config or {})
+            new = kafka_admin.NewTopic(self.topic, num_partitions=partitions, replication_factor=1, config=config or {})
             try:
                 self._admin.create_topics([new], request_timeout=self.timeout)[self.topic].result(self.timeout)
                 self.compacted = config is not None
@@ -326,10 +348,15 @@ class KafkaStore:
                 code = err.code() if hasattr(err, "code") else None
                 if code == self._ck.KafkaError.TOPIC_ALREADY_EXISTS:
                     return  # created concurrently (another process or worker)
-                if config is not None and code in (self._ck.KafkaError.INVALID_CONFIG,
-                                                   self._ck.KafkaError.POLICY_VIOLATION):
-                    _LOG.warning("Kafka store %s: broker refused cleanup.policy=compact (%s); the topic "
-                                 "is created without it", self.url, exc)
+                if config is not None and code in (
+                    self._ck.KafkaError.INVALID_CONFIG,
+                    self._ck.KafkaError.POLICY_VIOLATION,
+                ):
+                    _LOG.warning(
+                        "Kafka store %s: broker refused cleanup.policy=compact (%s); the topic is created without it",
+                        self.url,
+                        exc,
+                    )
                     continue
                 raise StoreError(f"cannot create topic for Kafka store {self.url}: {exc}") from exc
 
@@ -352,16 +379,24 @@ class KafkaStore:
 
         try:
             for kkey, value, partition, headers in records:
-                self._producer.produce(self.topic, key=kkey.encode("utf-8"), value=value, partition=partition,
-                                       headers=headers, on_delivery=delivered)
+                self._producer.produce(
+                    self.topic,
+                    key=kkey.encode("utf-8"),
+                    value=value,
+                    partition=partition,
+                    headers=headers,
+                    on_delivery=delivered,
+                )
             remaining = self._producer.flush(self.timeout)
         except (BufferError, self._ck.KafkaException) as exc:
             raise self._fail("write failed", exc) from exc
         if remaining:
             self._producer.purge(in_queue=True, in_flight=False)
             self._producer.flush(0)
-            raise self._fail("write not acknowledged", f"{remaining} record(s) pending after {self.timeout}s "
-                             f"(last client error: {self._last_error})")
+            raise self._fail(
+                "write not acknowledged",
+                f"{remaining} record(s) pending after {self.timeout}s (last client error: {self._last_error})",
+            )
         if failures:
             raise self._fail("write failed", "; ".join(failures))
         self.records_written += len(records)
@@ -375,8 +410,11 @@ class KafkaStore:
         calls = [encode_call_result(r) for r in state.call_results]
         frame = encode_frame(ref.key, ref.seq, ref.action.name, header, calls)
         part = self._partition(ref.key)
-        headers = [("key", ref.key.encode("utf-8")), ("seq", str(ref.seq).encode()),
-                   ("action", ref.action.name.encode("utf-8"))]
+        headers = [
+            ("key", ref.key.encode("utf-8")),
+            ("seq", str(ref.seq).encode()),
+            ("action", ref.action.name.encode("utf-8")),
+        ]
         with self._lock:
             self._send([(s_key(ref.state_key), frame, part, headers)])
             self._entries[ref.state_key] = _Entry(ref.key, ref.seq, ref.action.name, header, calls)
@@ -396,12 +434,13 @@ class KafkaStore:
         with self._lock:
             entry = self._live(ref, index)
             if index < 0 or index > len(entry.calls):
-                raise StoreError(f"call index {index} leaves a gap after {len(entry.calls)} records "
-                                 f"[{_loc(ref, index)}]")
+                raise StoreError(
+                    f"call index {index} leaves a gap after {len(entry.calls)} records [{_loc(ref, index)}]"
+                )
             if not encoded:
                 return
             self._send([(c_key(ref.state_key, index + i), body, part, None) for i, body in enumerate(encoded)])
-            entry.calls[index:index + len(encoded)] = encoded
+            entry.calls[index : index + len(encoded)] = encoded
             for i in range(len(encoded)):
                 self._note(ref.state_key, c_key(ref.state_key, index + i), part)
 
@@ -501,8 +540,10 @@ class KafkaStore:
                 except (TypeError, ValueError) as exc:
                     raise StoreError(f"Kafka store {self.url}: unreadable recovery marker {marker!r}") from exc
                 if not 0 <= p < self._npart or offset < 0:
-                    raise StoreError(f"Kafka store {self.url}: recovery marker names partition {p} offset "
-                                     f"{offset}; the topic has {self._npart} partitions")
+                    raise StoreError(
+                        f"Kafka store {self.url}: recovery marker names partition {p} offset "
+                        f"{offset}; the topic has {self._npart} partitions"
+                    )
                 low[p] = min(offset, low.get(p, offset))
         return low
 
@@ -516,8 +557,9 @@ class KafkaStore:
         marks = self._watermarks()
         # A start past the reported end is clamped to it: the end may be reported low (Tansu, above), and a
         # marker past the true end must still reach the end-of-partition event that proves the loss.
-        begin = {p: low if starts is None else min(max(low, starts.get(p, low)), high)
-                 for p, (low, high) in marks.items()}
+        begin = {
+            p: low if starts is None else min(max(low, starts.get(p, low)), high) for p, (low, high) in marks.items()
+        }
         ends = {p: high for p, (low, high) in marks.items() if high <= low}  # empty partitions
         pending = {p for p in marks if p not in ends and (starts is None or p in starts)}
         if not pending:
@@ -527,8 +569,11 @@ class KafkaStore:
             deadline = time.monotonic() + self.timeout
             while pending:
                 if time.monotonic() > deadline:
-                    raise self._fail("replay stalled", f"no progress for {self.timeout}s on partitions "
-                                     f"{sorted(pending)} (last client error: {self._last_error})")
+                    raise self._fail(
+                        "replay stalled",
+                        f"no progress for {self.timeout}s on partitions "
+                        f"{sorted(pending)} (last client error: {self._last_error})",
+                    )
                 batch: list[Any] = self._consumer.consume(num_messages=1000, timeout=0.01)
                 for msg in batch:
                     p = msg.partition()
@@ -597,11 +642,14 @@ class KafkaStore:
             ends = self._replay(apply)
             lost = {p: off for p, off in marked.items() if off > ends.get(p, 0)}
             if lost:
-                raise StoreError(f"Kafka store {self.url}: recovery marker offsets {lost} are past the end of "
-                                 f"the log {ends}; the topic lost records (deleted or recreated?)")
+                raise StoreError(
+                    f"Kafka store {self.url}: recovery marker offsets {lost} are past the end of "
+                    f"the log {ends}; the topic lost records (deleted or recreated?)"
+                )
             if bad_keys:
-                raise CorruptRecordError(f"Kafka store {self.url}: records with unknown keys: "
-                                         f"{', '.join(bad_keys[:5])}")
+                raise CorruptRecordError(
+                    f"Kafka store {self.url}: records with unknown keys: {', '.join(bad_keys[:5])}"
+                )
             entries: dict[str, _Entry] = {}
             for sk, st in states.items():
                 calls = [st.slots[i] for i in range(len(st.slots)) if i in st.slots]
@@ -626,8 +674,14 @@ class KafkaStore:
             for name, raw in msg.headers() or []:
                 if name in ("key", "seq", "action") and isinstance(raw, bytes):
                     located[name] = raw.decode("utf-8", "replace")
-            return _Replayed(located.get("key"), _index(located.get("seq", "")),
-                             located.get("action"), b"", {}, (f"unreadable action state record: {exc}", None))
+            return _Replayed(
+                located.get("key"),
+                _index(located.get("seq", "")),
+                located.get("action"),
+                b"",
+                {},
+                (f"unreadable action state record: {exc}", None),
+            )
         return _Replayed(key, seq, action, header, dict(enumerate(calls)))
 
     def inspect_states(self) -> list[InspectedState]:
@@ -641,9 +695,11 @@ class KafkaStore:
                 if e.problem is not None:
                     raise CorruptRecordError(e.problem[0], Location(e.key, e.seq, e.action, e.problem[1]))
                 state = decode_state(e.header, Location(e.key, e.seq, e.action))
-                state.call_results = [decode_call_result(body, Location(e.key, e.seq, e.action, i))
-                                      for i, body in enumerate(e.calls)]
+                state.call_results = [
+                    decode_call_result(body, Location(e.key, e.seq, e.action, i)) for i, body in enumerate(e.calls)
+                ]
                 return state, "native"
+
             return decode
 
         return [(sk, e.key, e.seq, e.action, decoder(e)) for sk, e in entries.items()]

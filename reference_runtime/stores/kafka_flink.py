@@ -76,10 +76,19 @@ def _loc(ref: StateRef, index: int | None = None) -> Location:
 class FlinkAgentsKafkaStore(KafkaStore):
     """A :class:`KafkaStore` whose topic is in Flink Agents' format (make it with ``format="flink-agents"``)."""
 
-    def __init__(self, bootstrap: str, topic: str, *, partitions: int = 4, timeout: float = 10.0,
-                 format: str = FLINK_AGENTS, read_only: bool = False) -> None:
-        super().__init__(bootstrap, topic, partitions=partitions, timeout=timeout, format=FLINK_AGENTS,
-                         read_only=read_only)
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        *,
+        partitions: int = 4,
+        timeout: float = 10.0,
+        format: str = FLINK_AGENTS,
+        read_only: bool = False,
+    ) -> None:
+        super().__init__(
+            bootstrap, topic, partitions=partitions, timeout=timeout, format=FLINK_AGENTS, read_only=read_only
+        )
         self._states: dict[str, StoredState] = {}
         self._index = KeyIndex()
 
@@ -167,6 +176,7 @@ class FlinkAgentsKafkaStore(KafkaStore):
             def decode() -> tuple[ActionState, str]:
                 state, era = decode_value(stored.value, Location(stored.key, stored.seq, action))
                 return state, f"flink-agents ({era})"
+
             return decode
 
         out: list[InspectedState] = []
@@ -187,8 +197,10 @@ class FlinkAgentsKafkaStore(KafkaStore):
                 try:
                     state_key = raw_key.decode("utf-8")
                 except (AttributeError, UnicodeDecodeError):
-                    raise CorruptRecordError(f"Kafka store {self.url}: record key {raw_key!r} at partition "
-                                             f"{msg.partition()} offset {msg.offset()} is not UTF-8 text") from None
+                    raise CorruptRecordError(
+                        f"Kafka store {self.url}: record key {raw_key!r} at partition "
+                        f"{msg.partition()} offset {msg.offset()} is not UTF-8 text"
+                    ) from None
                 value = msg.value()
                 if value is None:
                     found[state_key] = None
@@ -199,8 +211,10 @@ class FlinkAgentsKafkaStore(KafkaStore):
             ends = self._replay(apply, marked if markers else None)
             lost = {p: off for p, off in marked.items() if off > ends.get(p, 0)}
             if lost:
-                raise StoreError(f"Kafka store {self.url}: recovery marker offsets {lost} are past the end of "
-                                 f"the log {ends}; the topic lost records (deleted or recreated?)")
+                raise StoreError(
+                    f"Kafka store {self.url}: recovery marker offsets {lost} are past the end of "
+                    f"the log {ends}; the topic lost records (deleted or recreated?)"
+                )
             for state_key, stored in found.items():
                 old = self._states.pop(state_key, None)
                 if old is not None:

@@ -98,8 +98,11 @@ def parse_state_key(state_key: str) -> tuple[str, int] | None:
 
 
 def location_headers(ref: StateRef) -> list[tuple[str, bytes]]:
-    return [("key", ref.key.encode("utf-8")), ("seq", str(ref.seq).encode("ascii")),
-            ("action", ref.action.name.encode("utf-8"))]
+    return [
+        ("key", ref.key.encode("utf-8")),
+        ("seq", str(ref.seq).encode("ascii")),
+        ("action", ref.action.name.encode("utf-8")),
+    ]
 
 
 def locate(state_key: str, headers: Sequence[tuple[str, Any]] | None) -> tuple[str | None, int | None, str | None]:
@@ -162,8 +165,9 @@ def _parse(value: bytes, location: Location | None) -> Any:
     try:
         return loads(value)
     except WireFormatError as exc:
-        raise WireFormatError(exc.reason.rsplit(" at ", 1)[0], path=exc.path, offset=exc.offset,
-                              location=location) from None
+        raise WireFormatError(
+            exc.reason.rsplit(" at ", 1)[0], path=exc.path, offset=exc.offset, location=location
+        ) from None
 
 
 def decode_value(value: bytes, location: Location | None = None) -> tuple[ActionState, Era]:
@@ -190,18 +194,24 @@ def java_model(value: bytes, location: Location | None = None) -> JavaActionStat
 
 
 def _java_call(c: CallResult) -> JavaCallResult:
-    return JavaCallResult(c.function_id, c.args_digest, c.result_payload, c.exception_payload,
-                          None if c.status is None else c.status.value)
+    return JavaCallResult(
+        c.function_id,
+        c.args_digest,
+        c.result_payload,
+        c.exception_payload,
+        None if c.status is None else c.status.value,
+    )
 
 
-def set_call_results(java: JavaActionState, index: int, results: Sequence[CallResult],
-                     location: Location | None = None) -> bytes:
+def set_call_results(
+    java: JavaActionState, index: int, results: Sequence[CallResult], location: Location | None = None
+) -> bytes:
     """Write ``results`` into call slots ``index…`` of ``java`` (in place) and return the new value. An
     index past the end (a gap) is a :class:`StoreError` and changes nothing."""
     calls = java.call_results if java.call_results is not None else []
     if index < 0 or index > len(calls):
         raise StoreError(f"call index {index} leaves a gap after {len(calls)} records [{location}]")
-    calls[index:index + len(results)] = [_java_call(c) for c in results]
+    calls[index : index + len(results)] = [_java_call(c) for c in results]
     java.call_results = calls
     return write_action_state(java)
 
@@ -211,5 +221,5 @@ def truncate_call_results(java: JavaActionState, index: int) -> bytes | None:
     calls = java.call_results or []
     if index >= len(calls):
         return None
-    java.call_results = calls[:max(0, index)]
+    java.call_results = calls[: max(0, index)]
     return write_action_state(java)

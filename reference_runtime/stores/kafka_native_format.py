@@ -23,8 +23,13 @@ def c_key(state_key: str, index: int) -> str:
 
 def encode_frame(key: str, seq: int, action: str, header: bytes, calls: Sequence[bytes]) -> bytes:
     """The value of an ``S`` record."""
-    envelope = {"v": FRAME_VERSION, "key": key, "seq": seq, "action": action,
-                "sizes": [len(header), *(len(c) for c in calls)]}
+    envelope = {
+        "v": FRAME_VERSION,
+        "key": key,
+        "seq": seq,
+        "action": action,
+        "sizes": [len(header), *(len(c) for c in calls)],
+    }
     return json.dumps(envelope, separators=(",", ":")).encode() + b"\n" + header + b"".join(calls)
 
 
@@ -42,19 +47,21 @@ def decode_frame(value: bytes) -> tuple[str, int, str, bytes, list[bytes]]:
     if env["v"] != FRAME_VERSION:
         raise ValueError(f"unsupported state frame version {env['v']!r}")
     key, seq, action, sizes = env["key"], env["seq"], env["action"], env["sizes"]
-    if not (isinstance(key, str) and isinstance(seq, int) and not isinstance(seq, bool)
-            and isinstance(action, str)):
+    if not (isinstance(key, str) and isinstance(seq, int) and not isinstance(seq, bool) and isinstance(action, str)):
         raise ValueError("state frame envelope has a bad key, seq or action")
-    if not (isinstance(sizes, list) and sizes
-            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in sizes)):
+    if not (
+        isinstance(sizes, list)
+        and sizes
+        and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in sizes)
+    ):
         raise ValueError("state frame envelope has bad sizes")
-    body = value[newline + 1:]
+    body = value[newline + 1 :]
     if sum(sizes) != len(body):
         raise ValueError(f"state frame body is {len(body)} bytes, the envelope announces {sum(sizes)}")
     parts: list[bytes] = []
     pos = 0
     for n in sizes:
-        parts.append(bytes(body[pos:pos + n]))
+        parts.append(bytes(body[pos : pos + n]))
         pos += n
     return key, seq, action, parts[0], parts[1:]
 

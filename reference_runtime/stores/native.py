@@ -135,12 +135,19 @@ def decode_event(obj: Any, path: str, loc: Location) -> Event:
         # A plain Event, a built-in event (its type says which), or a record from before classes were recorded.
         cls = builtin_class(etype)
         event = cls.__new__(cls)
-        Event.__init__(event, etype, attributes, java_class=java_class,
-                       upstream_event_id=upstream[0], upstream_action_name=upstream[1])
+        Event.__init__(
+            event,
+            etype,
+            attributes,
+            java_class=java_class,
+            upstream_event_id=upstream[0],
+            upstream_action_name=upstream[1],
+        )
         event.id = event_id
         return event
-    event = Event(etype, attributes, java_class=java_class,
-                  upstream_event_id=upstream[0], upstream_action_name=upstream[1])
+    event = Event(
+        etype, attributes, java_class=java_class, upstream_event_id=upstream[0], upstream_action_name=upstream[1]
+    )
     event.id = event_id
     py = obj["py"]
     fields = _dec(obj.get("fields", {"$map": {}}), f"{path}.fields", loc)
@@ -153,9 +160,7 @@ def decode_event(obj: Any, path: str, loc: Location) -> Event:
 
 
 def _enc_updates(updates: list[MemoryUpdate], name: str) -> list[Any]:
-    return [
-        [u.path, _enc(u.value, f"{name}[{i}].value"), u.object_creation] for i, u in enumerate(updates)
-    ]
+    return [[u.path, _enc(u.value, f"{name}[{i}].value"), u.object_creation] for i, u in enumerate(updates)]
 
 
 def _dec_updates(raw: Any, path: str, loc: Location) -> list[MemoryUpdate]:
@@ -163,8 +168,7 @@ def _dec_updates(raw: Any, path: str, loc: Location) -> list[MemoryUpdate]:
         raise CorruptRecordError(f"{path} is not a list", loc)
     out = []
     for i, item in enumerate(raw):
-        if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], str)
-                and isinstance(item[2], bool)):
+        if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], str) and isinstance(item[2], bool)):
             raise CorruptRecordError(f"{path}[{i}] is not a memory update", loc)
         out.append(MemoryUpdate(item[0], _dec(item[1], f"{path}[{i}].value", loc), item[2]))
     return out

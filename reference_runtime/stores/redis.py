@@ -130,9 +130,14 @@ class RedisStore:
         parsed = parse_store_url(url)
         if parsed.scheme != "redis":
             raise StoreUrlError(f"store URL {url!r}: expected redis://HOST:PORT/DB")
-        client = redis.Redis(host=parsed.host, port=parsed.port, db=parsed.db, socket_timeout=timeout,
-                             socket_connect_timeout=timeout,
-                             retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)))
+        client = redis.Redis(
+            host=parsed.host,
+            port=parsed.port,
+            db=parsed.db,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
+        )
         try:
             client.ping()
         except redis.RedisError as exc:
@@ -143,8 +148,9 @@ class RedisStore:
     def reopen(self) -> RedisStore:
         """A new store object over the same server and namespace (a process restart)."""
         pool = self.client.connection_pool
-        client = redis.Redis(connection_pool=type(pool)(connection_class=pool.connection_class,
-                                                        **pool.connection_kwargs))
+        client = redis.Redis(
+            connection_pool=type(pool)(connection_class=pool.connection_class, **pool.connection_kwargs)
+        )
         return RedisStore(client, namespace=self.namespace, url=self.url)
 
     def _k(self, kind: str, name: str) -> str:
@@ -190,14 +196,30 @@ class RedisStore:
     def put(self, ref: StateRef, state: ActionState) -> None:
         header = encode_state(state)
         calls = [encode_call_result(r) for r in state.call_results]
-        self._call(self._put, [self._k("state", ref.state_key), self._k("calls", ref.state_key),
-                               self._k("bykey", ref.key), f"{self.namespace}:writes"],
-                   [ref.key, ref.seq, ref.action.name, header, ref.state_key, *calls], f"put [{_loc(ref)}]")
+        self._call(
+            self._put,
+            [
+                self._k("state", ref.state_key),
+                self._k("calls", ref.state_key),
+                self._k("bykey", ref.key),
+                f"{self.namespace}:writes",
+            ],
+            [ref.key, ref.seq, ref.action.name, header, ref.state_key, *calls],
+            f"put [{_loc(ref)}]",
+        )
 
     def get(self, ref: StateRef) -> ActionState | None:
-        found = self._call(self._get, [self._k("state", ref.state_key), self._k("calls", ref.state_key),
-                                       self._k("bykey", ref.key), f"{self.namespace}:writes"],
-                           [ref.seq, f"{self.namespace}:"], f"get [{_loc(ref)}]")
+        found = self._call(
+            self._get,
+            [
+                self._k("state", ref.state_key),
+                self._k("calls", ref.state_key),
+                self._k("bykey", ref.key),
+                f"{self.namespace}:writes",
+            ],
+            [ref.seq, f"{self.namespace}:"],
+            f"get [{_loc(ref)}]",
+        )
         if not found:
             return None
         header, calls = found
@@ -209,24 +231,40 @@ class RedisStore:
         body = [encode_call_result(r) for r in results]
         # One round trip; the write counter is left alone (it only has to move when action states do).
         sk = ref.state_key
-        out = self._call(self._put_calls, [f"{self.namespace}:state:{sk}", f"{self.namespace}:calls:{sk}"],
-                         [index, *body], lambda: f"put_call_results [{_loc(ref, index)}]")
+        out = self._call(
+            self._put_calls,
+            [f"{self.namespace}:state:{sk}", f"{self.namespace}:calls:{sk}"],
+            [index, *body],
+            lambda: f"put_call_results [{_loc(ref, index)}]",
+        )
         if out == -1:
             raise StoreError(f"no action state to add call results to [{_loc(ref, index)}]")
         if out < -1:
             raise StoreError(f"call index {index} leaves a gap after {-2 - out} records [{_loc(ref, index)}]")
 
     def truncate_call_results(self, ref: StateRef, index: int) -> None:
-        self._call(self._truncate, [self._k("calls", ref.state_key), f"{self.namespace}:writes"], [index],
-                   f"truncate_call_results [{_loc(ref, index)}]")
+        self._call(
+            self._truncate,
+            [self._k("calls", ref.state_key), f"{self.namespace}:writes"],
+            [index],
+            f"truncate_call_results [{_loc(ref, index)}]",
+        )
 
     def prune_state(self, key: str, seq: int) -> None:
-        self._call(self._drop, [self._k("bykey", key), f"{self.namespace}:writes"],
-                   ["ZRANGEBYSCORE", "-inf", seq, f"{self.namespace}:"], f"prune_state key={key!r}")
+        self._call(
+            self._drop,
+            [self._k("bykey", key), f"{self.namespace}:writes"],
+            ["ZRANGEBYSCORE", "-inf", seq, f"{self.namespace}:"],
+            f"prune_state key={key!r}",
+        )
 
     def get_recovery_marker(self) -> RecoveryMarker:
-        epoch, writes = self._call(self._mark, [f"{self.namespace}:epoch", f"{self.namespace}:writes"],
-                                   [uuid.uuid4().hex], "get_recovery_marker")
+        epoch, writes = self._call(
+            self._mark,
+            [f"{self.namespace}:epoch", f"{self.namespace}:writes"],
+            [uuid.uuid4().hex],
+            "get_recovery_marker",
+        )
         return {"writes": int(writes or 0), "epoch": bytes(epoch).decode("ascii")}
 
     def rebuild_state(self, markers: Sequence[RecoveryMarker]) -> None:
@@ -249,7 +287,8 @@ class RedisStore:
                     f"epoch {want!r} and {marker.get('writes')} writes were recorded, the server now has epoch "
                     f"{now_epoch!r} and {now_writes} writes. The server restarted without persistence or the "
                     "namespace was flushed; recovering would run completed durable calls again, so it is "
-                    "refused. Run Redis with appendonly yes and appendfsync always (docs/stores.md).")
+                    "refused. Run Redis with appendonly yes and appendfsync always (docs/stores.md)."
+                )
 
     def close(self) -> None:
         with self._conn_lock:
@@ -284,4 +323,3 @@ def delete_namespaces(client: redis.Redis[bytes], namespaces: Sequence[str], url
                 client.delete(*batch)
     except redis.RedisError as exc:
         raise StoreError(f"cannot delete the keys of {url} (namespaces {list(namespaces)}): {exc}") from exc
-

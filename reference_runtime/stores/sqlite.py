@@ -53,8 +53,9 @@ def _loc(ref: StateRef, index: int | None = None) -> Location:
 class SqliteStore:
     """An :class:`~reference_runtime.stores.base.ActionStateStore` in one SQLite file."""
 
-    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "FULL", namespace: str = "",
-                 timeout: float = 5.0) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, synchronous: str = "FULL", namespace: str = "", timeout: float = 5.0
+    ) -> None:
         """``namespace`` prefixes the store's tables, so isolated stores share one file; ``timeout`` is how
         long an operation waits for a file locked by another process before it fails (spec FAIL-2; the run
         then stops with that one error)."""
@@ -66,11 +67,11 @@ class SqliteStore:
         # Isolated stores share one file, each in its own tables (spec STORE-10).
         self._p = f"{namespace}__" if namespace else ""
         if self.path.is_dir():
-            raise StoreError(f"cannot open SQLite store {self.url}: {self.path} is a directory; "
-                             "sqlite:PATH names one database file")
+            raise StoreError(
+                f"cannot open SQLite store {self.url}: {self.path} is a directory; sqlite:PATH names one database file"
+            )
         try:
-            self._conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None,
-                                         timeout=timeout)
+            self._conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=timeout)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute(f"PRAGMA synchronous={synchronous}")
             self._conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
@@ -145,11 +146,19 @@ class SqliteStore:
                     ).fetchone()
                     if later is None:
                         return None
-                    self._tx([
-                        (f"DELETE FROM {self._p}call_results WHERE state_key IN (SELECT state_key"
-                         f" FROM {self._p}action_states WHERE business_key = ? AND seq > ?)", (ref.key, ref.seq)),
-                        (f"DELETE FROM {self._p}action_states WHERE business_key = ? AND seq > ?", (ref.key, ref.seq)),
-                    ])
+                    self._tx(
+                        [
+                            (
+                                f"DELETE FROM {self._p}call_results WHERE state_key IN (SELECT state_key"
+                                f" FROM {self._p}action_states WHERE business_key = ? AND seq > ?)",
+                                (ref.key, ref.seq),
+                            ),
+                            (
+                                f"DELETE FROM {self._p}action_states WHERE business_key = ? AND seq > ?",
+                                (ref.key, ref.seq),
+                            ),
+                        ]
+                    )
                     return None
                 calls = self._conn.execute(
                     f"SELECT idx, body FROM {self._p}call_results WHERE state_key = ? ORDER BY idx", (ref.state_key,)
@@ -200,11 +209,16 @@ class SqliteStore:
         self._tx([(f"DELETE FROM {self._p}call_results WHERE state_key = ? AND idx >= ?", (ref.state_key, index))])
 
     def prune_state(self, key: str, seq: int) -> None:
-        self._tx([
-            (f"DELETE FROM {self._p}call_results WHERE state_key IN (SELECT state_key FROM {self._p}action_states"
-             " WHERE business_key = ? AND seq <= ?)", (key, seq)),
-            (f"DELETE FROM {self._p}action_states WHERE business_key = ? AND seq <= ?", (key, seq)),
-        ])
+        self._tx(
+            [
+                (
+                    f"DELETE FROM {self._p}call_results WHERE state_key IN"
+                    f" (SELECT state_key FROM {self._p}action_states WHERE business_key = ? AND seq <= ?)",
+                    (key, seq),
+                ),
+                (f"DELETE FROM {self._p}action_states WHERE business_key = ? AND seq <= ?", (key, seq)),
+            ]
+        )
 
     def get_recovery_marker(self) -> RecoveryMarker:
         with self._lock:
@@ -247,5 +261,6 @@ def drop_namespaces(path: str | os.PathLike[str], namespaces: Sequence[str]) -> 
         finally:
             conn.close()
     except sqlite3.Error as exc:
-        raise StoreError(f"SQLite store sqlite:{path}: cannot drop the tables of {len(namespaces)} "
-                         f"store(s): {exc}") from exc
+        raise StoreError(
+            f"SQLite store sqlite:{path}: cannot drop the tables of {len(namespaces)} store(s): {exc}"
+        ) from exc

@@ -66,8 +66,9 @@ def parse_store_url(url: object) -> StoreUrl:
     """Check and split ``url`` without touching the network; every problem is a :class:`StoreUrlError`
     that quotes the URL and says what is expected."""
     if not isinstance(url, str):
-        raise StoreUrlError(f"store URL must be a string, got {type(url).__name__}; expected one of "
-                            f"{', '.join(SCHEMES)}")
+        raise StoreUrlError(
+            f"store URL must be a string, got {type(url).__name__}; expected one of {', '.join(SCHEMES)}"
+        )
     if not url:
         raise StoreUrlError(f"store URL is empty; expected one of {', '.join(SCHEMES)}")
     if "\x00" in url:
@@ -75,7 +76,7 @@ def parse_store_url(url: object) -> StoreUrl:
     if url in ("memory:", "memory"):
         return StoreUrl(url, "memory")
     if url.startswith("sqlite:"):
-        path = url[len("sqlite:"):]
+        path = url[len("sqlite:") :]
         return StoreUrl(url, "sqlite", path=path[2:] if path.startswith("//") else path)
     scheme = url.partition(":")[0]
     if scheme not in EXTRAS:
@@ -103,11 +104,9 @@ def parse_store_url(url: object) -> StoreUrl:
         raise _bad(url, "no port; expected kafka://HOST:PORT/TOPIC")
     topic = parts.path[1:] if parts.path.startswith("/") else ""
     if not TOPIC.match(topic) or topic in (".", ".."):
-        raise _bad(url, "the path must be one topic name of letters, digits, '.', '_' or '-' "
-                        "(kafka://HOST:PORT/TOPIC)")
+        raise _bad(url, "the path must be one topic name of letters, digits, '.', '_' or '-' (kafka://HOST:PORT/TOPIC)")
     partitions, timeout, fmt = _kafka_options(url, parts.query)
-    return StoreUrl(url, "kafka", parts.hostname, port, path=topic, partitions=partitions, timeout=timeout,
-                    format=fmt)
+    return StoreUrl(url, "kafka", parts.hostname, port, path=topic, partitions=partitions, timeout=timeout, format=fmt)
 
 
 def _kafka_options(url: str, query: str) -> tuple[int | None, float | None, str | None]:
@@ -145,8 +144,9 @@ def require_client(parsed: StoreUrl) -> None:
     if parsed.scheme in EXTRAS:
         module, extra = EXTRAS[parsed.scheme]
         if importlib.util.find_spec(module) is None:
-            raise StoreError(f"store URL {parsed.text!r} needs the {module} package: "
-                             f"pip install 'pytest-durable[{extra}]'")
+            raise StoreError(
+                f"store URL {parsed.text!r} needs the {module} package: pip install 'pytest-durable[{extra}]'"
+            )
 
 
 def check_store(url: str, *, timeout: float = 5.0) -> StoreUrl:
@@ -158,8 +158,10 @@ def check_store(url: str, *, timeout: float = 5.0) -> StoreUrl:
         raise StoreError(f"store URL {url!r}: {parsed.path} is a directory; sqlite:PATH names one database file")
     if parsed.scheme == "sqlite" and parsed.path and not Path(parsed.path).parent.is_dir():
         # A mistyped path must not leave a tree of new directories and an empty database behind.
-        raise StoreError(f"store URL {url!r}: the directory {Path(parsed.path).parent} does not exist; "
-                         "create it or name a file in an existing directory")
+        raise StoreError(
+            f"store URL {url!r}: the directory {Path(parsed.path).parent} does not exist; "
+            "create it or name a file in an existing directory"
+        )
     if not parsed.server:
         return parsed
     require_client(parsed)
@@ -199,8 +201,13 @@ def open_store(url: str, *, timeout: float = 5.0, isolated: bool = False) -> Act
 
     if isolated:
         topic = f"{parsed.path}-{uuid.uuid4().hex[:12]}"
-        return KafkaStore(parsed.bootstrap, topic, partitions=parsed.partitions or 4,
-                          timeout=parsed.timeout or timeout, format=parsed.format or KAFKA_FORMATS[0])
+        return KafkaStore(
+            parsed.bootstrap,
+            topic,
+            partitions=parsed.partitions or 4,
+            timeout=parsed.timeout or timeout,
+            format=parsed.format or KAFKA_FORMATS[0],
+        )
     return KafkaStore.from_url(url, timeout=parsed.timeout or timeout)
 
 

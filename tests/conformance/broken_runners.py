@@ -13,8 +13,15 @@ from reference_runtime.stores.base import ActionStateStore
 from reference_runtime.stores.memory import InMemoryStore
 
 
-def forgetful(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, store: ActionStateStore,
-              injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
+def forgetful(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    *,
+    store: ActionStateStore,
+    injector: FaultInjector,
+    mismatch: MismatchMode,
+    config: Mapping[str, Any],
+) -> RunResult:
     """Recovers against an empty store: every call executes again."""
     runner = Runner(agent, store, injector=injector, mismatch=mismatch, config=config)
     runner.inputs.extend(inputs)
@@ -28,17 +35,32 @@ def forgetful(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, store: A
             runner.fail_over()
 
 
-def always_lenient(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, store: ActionStateStore,
-                   injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
+def always_lenient(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    *,
+    store: ActionStateStore,
+    injector: FaultInjector,
+    mismatch: MismatchMode,
+    config: Mapping[str, Any],
+) -> RunResult:
     """Ignores the mismatch mode."""
     return Runner(agent, store, injector=injector, mismatch="lenient", config=config).run(inputs)
 
 
-def no_reconcilers(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, store: ActionStateStore,
-                   injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
+def no_reconcilers(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    *,
+    store: ActionStateStore,
+    injector: FaultInjector,
+    mismatch: MismatchMode,
+    config: Mapping[str, Any],
+) -> RunResult:
     """Drops every reconciler (the DE-14 test switch), so in-flight calls run again."""
-    return Runner(agent, store, injector=injector, mismatch=mismatch,
-                  config={**config, "durable-execution.reconcilers": False}).run(inputs)
+    return Runner(
+        agent, store, injector=injector, mismatch=mismatch, config={**config, "durable-execution.reconcilers": False}
+    ).run(inputs)
 
 
 class _NeverCompleted:
@@ -57,14 +79,25 @@ class _NeverCompleted:
         return getattr(self.inner, name)
 
 
-def reruns_completed(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, store: ActionStateStore,
-                     injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
+def reruns_completed(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    *,
+    store: ActionStateStore,
+    injector: FaultInjector,
+    mismatch: MismatchMode,
+    config: Mapping[str, Any],
+) -> RunResult:
     """Runs completed actions again on recovery instead of skipping them."""
     view: Any = _NeverCompleted(store)
     return Runner(agent, view, injector=injector, mismatch=mismatch, config=config).run(inputs)
 
 
 def factory(name: str) -> RunnerFactory:
-    run = {"forgetful": forgetful, "always_lenient": always_lenient, "no_reconcilers": no_reconcilers,
-           "reruns_completed": reruns_completed}[name]
+    run = {
+        "forgetful": forgetful,
+        "always_lenient": always_lenient,
+        "no_reconcilers": no_reconcilers,
+        "reruns_completed": reruns_completed,
+    }[name]
     return RunnerFactory(run, capabilities={"runner", "runner_async", "runner_batch"}, name=name)

@@ -35,8 +35,16 @@ def test_broken_runner_fails_the_right_clause(pytester: pytest.Pytester, name: s
     pytester.makepyfile(test_broken=SUITE.format(name=name))
     pytester.syspathinsert(str(Path(__file__).resolve().parents[2]))
     report = pytester.path / "report.json"
-    result = pytester.runpytest("-p", "conformance.plugin", "--durable-conformance-report", str(report),
-                                "-p", "no:randomly", "-p", "no:benchmark")
+    result = pytester.runpytest(
+        "-p",
+        "conformance.plugin",
+        "--durable-conformance-report",
+        str(report),
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:benchmark",
+    )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     doc = json.loads(report.read_text())
     failed = {c for chk in doc["checks"] if chk["outcome"] == "failed" for c in chk["clauses"]}

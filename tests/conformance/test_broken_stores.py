@@ -40,8 +40,9 @@ def test_broken_store_fails_the_right_clause(pytester: pytest.Pytester, cls: str
     root = str(Path(__file__).resolve().parents[2])
     pytester.syspathinsert(root)
     os.environ.setdefault("PYTHONPATH", root)
-    result = pytester.runpytest("-p", "conformance.plugin", "--durable-conformance-report", str(report),
-                                "-p", "no:randomly")
+    result = pytester.runpytest(
+        "-p", "conformance.plugin", "--durable-conformance-report", str(report), "-p", "no:randomly"
+    )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     doc = json.loads(report.read_text())
     failed = {c for chk in doc["checks"] if chk["outcome"] == "failed" for c in chk["clauses"]}

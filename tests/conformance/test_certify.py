@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_report_states_backend_capabilities_suite_version_seed_and_levels(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """CONF-3: the JSON report of `durable certify --store sqlite:FILE` names the backend, the declared
     capabilities, the suite version and seed, and gives a level per capability; the terminal summary and
     the Markdown twin say the same."""
@@ -37,8 +38,9 @@ def test_report_states_backend_capabilities_suite_version_seed_and_levels(
     assert doc["level"] == "FULL"
     assert doc["checks"] and all(c["clauses"] for c in doc["checks"]), "every check cites a clause (CONF-2)"
     out = capsys.readouterr().out
-    assert ("backend: sqlite:   capabilities: concurrent_writers, core, mid_write_kill, restart   suite: 0.1.0   "
-            "seed: 11") in out
+    assert (
+        "backend: sqlite:   capabilities: concurrent_writers, core, mid_write_kill, restart   suite: 0.1.0   seed: 11"
+    ) in out
     md = report.with_suffix(".md").read_text()
     assert "`sqlite:`: **FULL** (seed 11)" in md and "| core | FULL |" in md
 
@@ -56,12 +58,18 @@ def test_backend_may_name_a_runner_factory(tmp_path: Path) -> None:
 def _certify(tmp_path: Path, name: str, *extra: str, backend: bool = True) -> dict[str, Any]:
     report = tmp_path / f"{name}.json"
     # A --backend (not an in-process store URL) so that -n really starts workers (CONF-7).
-    (tmp_path / "memfactory.py").write_text("from conformance import factory_from_url\n\n\n"
-                                            "def make():\n    return factory_from_url('memory:')\n")
+    (tmp_path / "memfactory.py").write_text(
+        "from conformance import factory_from_url\n\n\ndef make():\n    return factory_from_url('memory:')\n"
+    )
     which = ["--backend", "memfactory:make"] if backend else ["--store", "memory:"]
-    done = subprocess.run([sys.executable, "-m", "conformance.certify", *which, "--seed", "3",
-                           "--report", str(report), *extra], cwd=tmp_path, check=True, capture_output=True,
-                          text=True, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [sys.executable, "-m", "conformance.certify", *which, "--seed", "3", "--report", str(report), *extra],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+    )
     doc: dict[str, Any] = json.loads(report.read_text())
     doc["_stdout"] = done.stdout
     return doc
@@ -92,12 +100,17 @@ def test_certify_failures_name_the_clause_and_show_the_values(tmp_path: Path) ->
         "from conformance import StoreFactory\n"
         "from tests.conformance.mutants.stores import SlotsSortedAsText\n\n"
         "def factory():\n"
-        "    return StoreFactory(SlotsSortedAsText, name='slots-as-text')\n")
-    run = subprocess.run([sys.executable, "-m", "conformance.certify", "--backend", "mybackend:factory", "--seed", "1"],
-                         cwd=tmp_path, capture_output=True, text=True,
-                         env={**__import__("os").environ, "PYTHONPATH": f"{ROOT}:{tmp_path}"})
+        "    return StoreFactory(SlotsSortedAsText, name='slots-as-text')\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "conformance.certify", "--backend", "mybackend:factory", "--seed", "1"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "PYTHONPATH": f"{ROOT}:{tmp_path}"},
+    )
     assert run.returncode == 1, run.stdout + run.stderr
-    failure = run.stdout[run.stdout.index("test_many_deltas_keep_their_order"):]
+    failure = run.stdout[run.stdout.index("test_many_deltas_keep_their_order") :]
     assert "STORE-5" in failure
     # A rewritten assert explains itself beyond the message: both compared lists appear.
     assert "AssertionError: STORE-5: slots out of place: expected" in failure
@@ -114,9 +127,15 @@ def test_undeclared_skipped_capabilities_do_not_lower_the_overall_level() -> Non
     undeclared one with a failure still counts."""
     overall, caps = levels([_result("core", "passed", ["core"]), _result("restart", "skipped", ["core"])])
     assert (overall, caps["restart"]["level"]) == ("FULL", "NONE")
-    overall, _ = levels([_result("core", "passed", ["core", "restart"]),
-                         _result("restart", "skipped", ["core", "restart"])])
+    overall, _ = levels(
+        [_result("core", "passed", ["core", "restart"]), _result("restart", "skipped", ["core", "restart"])]
+    )
     assert overall == "BASE"
-    overall, _ = levels([_result("core", "passed", ["core"]), _result("restart", "failed", ["core"]),
-                         _result("restart", "passed", ["core"])])
+    overall, _ = levels(
+        [
+            _result("core", "passed", ["core"]),
+            _result("restart", "failed", ["core"]),
+            _result("restart", "passed", ["core"]),
+        ]
+    )
     assert overall == "PARTIAL"

@@ -37,19 +37,26 @@ def broken(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("-p", "conformance.plugin", "--durable-conformance-seed", "7",
-                              "-p", "no:randomly", "-p", "no:benchmark", *args)
+    return pytester.runpytest(
+        "-p", "conformance.plugin", "--durable-conformance-seed", "7", "-p", "no:randomly", "-p", "no:benchmark", *args
+    )
 
 
 # -- the file format ---------------------------------------------------------------------------------------
 
+
 def test_parse_entries_reasons_comments_and_blank_lines() -> None:
     """CONF-5: `<id>  # reason` per line; comments and blank lines are skipped; line numbers are kept."""
-    entries = kf.parse("# header\n\nTestA::test_x   # prune keeps seq n\n  test_y[1]#no space\ntest_z\n"
-                       "a.py::TestB::test_w  #\n", "kf.txt")
+    entries = kf.parse(
+        "# header\n\nTestA::test_x   # prune keeps seq n\n  test_y[1]#no space\ntest_z\na.py::TestB::test_w  #\n",
+        "kf.txt",
+    )
     assert [(e.entry, e.reason, e.line) for e in entries] == [
-        ("TestA::test_x", "prune keeps seq n", 3), ("test_y[1]#no space", "", 4), ("test_z", "", 5),
-        ("a.py::TestB::test_w", "", 6)]
+        ("TestA::test_x", "prune keeps seq n", 3),
+        ("test_y[1]#no space", "", 4),
+        ("test_z", "", 5),
+        ("a.py::TestB::test_w", "", 6),
+    ]
     assert entries[0].where() == "kf.txt:3"
     assert "TestA::test_x" in entries[0].xfail_reason() and "prune keeps seq n" in entries[0].xfail_reason()
 
@@ -85,8 +92,10 @@ def test_render_round_trips_through_parse() -> None:
     """CONF-5: a written file parses back to the same entries, one line per failure, sorted."""
     text = kf.render([("t.py::B::test_b", "AssertionError: x\nmore"), ("t.py::A::test_a", "")], header="hi")
     assert text.splitlines()[0] == "# hi"
-    assert [(e.entry, e.reason) for e in kf.parse(text)] == [("t.py::A::test_a", ""),
-                                                            ("t.py::B::test_b", "AssertionError: x")]
+    assert [(e.entry, e.reason) for e in kf.parse(text)] == [
+        ("t.py::A::test_a", ""),
+        ("t.py::B::test_b", "AssertionError: x"),
+    ]
 
 
 def test_an_unreadable_file_is_a_usage_error(broken: pytest.Pytester) -> None:
@@ -97,9 +106,11 @@ def test_an_unreadable_file_is_a_usage_error(broken: pytest.Pytester) -> None:
 
 # -- running with a file ----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "xdist-2"])
-def test_a_written_file_makes_the_next_run_pass_with_known_failures(broken: pytest.Pytester,
-                                                                    workers: list[str]) -> None:
+def test_a_written_file_makes_the_next_run_pass_with_known_failures(
+    broken: pytest.Pytester, workers: list[str]
+) -> None:
     """CONF-5: --durable-write-known-failures lists this run's failures; with that file the same checks
     are strict xfail, the run passes, and the level still shows they fail."""
     first = run(broken, "--durable-write-known-failures", "known.txt", *workers)
@@ -111,8 +122,7 @@ def test_a_written_file_makes_the_next_run_pass_with_known_failures(broken: pyte
     failed = first.parseoutcomes()["failed"]
     assert len(entries) == failed
 
-    second = run(broken, "--durable-known-failures", "known.txt", "--durable-conformance-report", "r.json",
-                 *workers)
+    second = run(broken, "--durable-known-failures", "known.txt", "--durable-conformance-report", "r.json", *workers)
     assert second.ret == pytest.ExitCode.OK, second.stdout.str()
     assert second.parseoutcomes()["xfailed"] == failed
     doc = json.loads((broken.path / "r.json").read_text())
@@ -124,17 +134,22 @@ def test_a_written_file_makes_the_next_run_pass_with_known_failures(broken: pyte
 
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "xdist-2"])
-def test_a_listed_check_that_passes_fails_the_run_naming_the_entry(broken: pytest.Pytester,
-                                                                   workers: list[str]) -> None:
+def test_a_listed_check_that_passes_fails_the_run_naming_the_entry(broken: pytest.Pytester, workers: list[str]) -> None:
     """CONF-5: strict xfail — a known failure that now passes fails the run, and the message names the
     entry and where it is, so the stale line can be removed."""
-    (broken.path / "known.txt").write_text(f"{PRUNE}  # prune is a no-op\n"
-                                           "TestBroken::test_put_get_round_trip  # thought broken\n")
-    result = run(broken, "--durable-known-failures", "known.txt", "-rf", "--durable-conformance-report", "r.json",
-                 *workers)
+    (broken.path / "known.txt").write_text(
+        f"{PRUNE}  # prune is a no-op\nTestBroken::test_put_get_round_trip  # thought broken\n"
+    )
+    result = run(
+        broken, "--durable-known-failures", "known.txt", "-rf", "--durable-conformance-report", "r.json", *workers
+    )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["*[[]XPASS(strict)[]] known failure 'TestBroken::test_put_get_round_trip' "
-                                 f"({broken.path / 'known.txt'}:2): thought broken*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*[[]XPASS(strict)[]] known failure 'TestBroken::test_put_get_round_trip' "
+            f"({broken.path / 'known.txt'}:2): thought broken*"
+        ]
+    )
     outcomes = result.parseoutcomes()
     assert outcomes["xfailed"] >= 1 and outcomes["failed"] >= 1
     doc = json.loads((broken.path / "r.json").read_text())
@@ -148,8 +163,7 @@ def test_a_listed_check_that_passes_fails_the_run_naming_the_entry(broken: pytes
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "xdist-2"])
 def test_an_entry_matching_nothing_warns_once_naming_it(broken: pytest.Pytester, workers: list[str]) -> None:
     """CONF-5: a stale entry is a pytest warning naming the entry and its line — once, also under xdist."""
-    (broken.path / "known.txt").write_text(f"{PRUNE}  # prune is a no-op\n"
-                                           "TestBroken::test_renamed_long_ago  # gone\n")
+    (broken.path / "known.txt").write_text(f"{PRUNE}  # prune is a no-op\nTestBroken::test_renamed_long_ago  # gone\n")
     result = run(broken, "--durable-known-failures", "known.txt", "-k", "prune or renamed", *workers)
     out = result.stdout.str()
     message = "known-failures entry 'TestBroken::test_renamed_long_ago' (*known.txt:2) matches no collected test"

@@ -54,9 +54,22 @@ def certify(pytester: pytest.Pytester, name: str, kind: str, *args: str) -> tupl
     pytester.makepyfile(test_mutant=(STORE_SUITE if kind == "store" else RUNNER_SUITE).format(name=name))
     pytester.syspathinsert(str(ROOT))
     report = pytester.path / "report.json"
-    result = pytester.runpytest_inprocess("-p", "conformance.plugin", "--durable-conformance-report", str(report),
-                                          "--durable-conformance-seed", "16", "-p", "no:randomly",
-                                          "-p", "no:cacheprovider", "-p", "no:benchmark", "-q", *args)
+    result = pytester.runpytest_inprocess(
+        "-p",
+        "conformance.plugin",
+        "--durable-conformance-report",
+        str(report),
+        "--durable-conformance-seed",
+        "16",
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:benchmark",
+        "-q",
+        *args,
+    )
     doc: dict[str, Any] = json.loads(report.read_text()) if report.exists() else {}
     return result, doc
 
@@ -69,10 +82,12 @@ def test_mutant_is_killed_by_a_check_citing_its_clause(pytester: pytest.Pytester
     result, doc = certify(pytester, name, mutant.kind, "--durable-clause", mutant.clause, "-x")
     assert doc, f"{name}: no report\n{result.stdout.str()}"
     killers = [c for c in doc["checks"] if c["outcome"] == "failed" and mutant.clause in c["clauses"]]
-    assert killers, (f"{name} ({mutant.clause}: {mutant.doc}) survived: "
-                     f"{[(c['nodeid'], c['outcome']) for c in doc['checks']]}")
+    assert killers, (
+        f"{name} ({mutant.clause}: {mutant.doc}) survived: {[(c['nodeid'], c['outcome']) for c in doc['checks']]}"
+    )
     assert any(mutant.clause in (c["reason"] or "") for c in killers), (
-        f"{name}: the failure does not name {mutant.clause}: {[c['reason'] for c in killers]}")
+        f"{name}: the failure does not name {mutant.clause}: {[c['reason'] for c in killers]}"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(CONTROLS))
@@ -91,8 +106,21 @@ def test_every_store_and_runner_clause_has_a_mutant() -> None:
     assert len(MUTANTS) >= 60
     store = {f"STORE-{n}" for n in (1, 2, 3, 4, 5, 6, 7, 8, 15, 16)}
     runner = {f"RUN-{n}" for n in (1, 2, 4, 5, 6, 8, 9, 10)} | {
-        "MEM-7", "MEM-8", "MEM-10", "DE-3", "DE-5", "DE-7", "DE-8", "DE-14", "REC-3", "REC-4", "REC-6", "REC-7",
-        "BAT-3", "BAT-4"}
+        "MEM-7",
+        "MEM-8",
+        "MEM-10",
+        "DE-3",
+        "DE-5",
+        "DE-7",
+        "DE-8",
+        "DE-14",
+        "REC-3",
+        "REC-4",
+        "REC-6",
+        "REC-7",
+        "BAT-3",
+        "BAT-4",
+    }
     assert store | runner <= covered, sorted((store | runner) - covered)
 
 

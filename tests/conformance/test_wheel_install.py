@@ -79,38 +79,73 @@ def test_a_backend_author_certifies_a_store_against_the_installed_wheel(tmp_path
     """CONF-1, CONF-3: built wheel → fresh venv → one test file outside the repo → core is FULL, the
     undeclared capabilities are skipped with a reason, and the kit is imported from the wheel."""
     wheels = tmp_path / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                    str(wheels), "."], cwd=ROOT, check=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), "."],
+        cwd=ROOT,
+        check=True,
+    )
     (wheel,) = wheels.glob("pytest_durable-*.whl")
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHONPATH", "PYTEST_"))}
-    subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)],
-                   check=True, env=env, cwd=tmp_path)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)],
+        check=True,
+        env=env,
+        cwd=tmp_path,
+    )
 
     project = tmp_path / "author"
     project.mkdir()
     (project / "pytest.ini").write_text("[pytest]\n")
     (project / "test_dict_store.py").write_text(AUTHOR_TEST)
 
-    where = subprocess.run([str(python), "-c", "import conformance, reference_runtime as r; "
-                            "print(conformance.__file__); print(r.__file__)"],
-                           cwd=project, env=env, check=True, capture_output=True, text=True).stdout.split()
+    where = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "import conformance, reference_runtime as r; print(conformance.__file__); print(r.__file__)",
+        ],
+        cwd=project,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
     assert all(Path(p).is_relative_to(venv) for p in where), f"not imported from the wheel: {where}"
 
     # The test file's own `pytest_plugins` is enough for the level table...
-    run = subprocess.run([str(python), "-m", "pytest", "-p", "no:cacheprovider", "-rs"],
-                         cwd=project, env=env, capture_output=True, text=True)
+    run = subprocess.run(
+        [str(python), "-m", "pytest", "-p", "no:cacheprovider", "-rs"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "backend: dict-store   capabilities: core" in run.stdout
     assert re.search(r"core +FULL", run.stdout), run.stdout
     assert "does not declare the 'restart' capability" in run.stdout
     # ...command-line options need the plugin loaded before the command line is parsed.
-    run = subprocess.run([str(python), "-m", "pytest", "-p", "no:cacheprovider", "-p", "conformance.plugin",
-                          "--durable-conformance-report", "report.json"],
-                         cwd=project, env=env, capture_output=True, text=True)
+    run = subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "conformance.plugin",
+            "--durable-conformance-report",
+            "report.json",
+        ],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     doc = json.loads((project / "report.json").read_text())
     assert doc["backend"] == "dict-store"

@@ -18,8 +18,12 @@ class WeatherAgent(Agent):
     @chat_model_setup
     @staticmethod
     def assistant() -> ResourceDescriptor:
-        return ResourceDescriptor(clazz="flink_agents.integrations.chat_models.ollama_chat_model.OllamaChatModelSetup",
-                                  connection="ollama", model="qwen3:8b", tools=["forecast"])
+        return ResourceDescriptor(
+            clazz="flink_agents.integrations.chat_models.ollama_chat_model.OllamaChatModelSetup",
+            connection="ollama",
+            model="qwen3:8b",
+            tools=["forecast"],
+        )
 
     @tool
     @staticmethod

@@ -50,8 +50,9 @@ def quote(event: Event, ctx: RunnerContext) -> None:
 
 def pay(event: Event, ctx: RunnerContext) -> None:
     quoted = Quoted.from_event(event)
-    reconciler = services.reconciler_for(quoted.order, quoted.amount) if ctx.get_action_config_value("reconcile") \
-        else None
+    reconciler = (
+        services.reconciler_for(quoted.order, quoted.amount) if ctx.get_action_config_value("reconcile") else None
+    )
     receipt = ctx.durable_execute(services.charge, quoted.order, quoted.amount, reconciler=reconciler)
     ctx.short_term_memory.set(f"receipts.{quoted.order}", receipt)
     ctx.send_event(Event(type="shop_paid", attributes={"order": quoted.order, "receipt": receipt}))

@@ -38,7 +38,6 @@ def done(event: Event, ctx: RunnerContext) -> None:
 
 
 class ShopTwin(Agent):
-
     @action("_input_event")
     @staticmethod
     def quote(event: Event, ctx: RunnerContext) -> None:
@@ -56,7 +55,6 @@ class ShopTwin(Agent):
 
 
 class UnsafeShopTwin(Agent):
-
     @action("_input_event")
     @staticmethod
     def quote(event: Event, ctx: RunnerContext) -> None:

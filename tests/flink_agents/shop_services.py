@@ -35,6 +35,7 @@ MAILER = Mailer()
 
 # -- the durable functions both agents call (one module, so their function ids are the same) -----------
 
+
 def price_of(items: list[int]) -> int:
     return sum(items)
 
@@ -56,4 +57,3 @@ def notify(order: str, text: str) -> str:
     """Tool: mail the customer (the message id is the order, so a repeat is delivered once)."""
     MAILER.send(f"mail-{order}", text)
     return f"mailed {order}"
-

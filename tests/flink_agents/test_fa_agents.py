@@ -45,8 +45,10 @@ def test_an_inherited_action_is_refused_as_flink_agents_refuses_it() -> None:
 
 
 class CrossLanguage(Agent):
-    @action(InputEvent.EVENT_TYPE, target=JavaFunction(qualname="org.example.Actions", method_name="run",
-                                                       parameter_types=[]))
+    @action(
+        InputEvent.EVENT_TYPE,
+        target=JavaFunction(qualname="org.example.Actions", method_name="run", parameter_types=[]),
+    )
     @staticmethod
     def java(event: Event, ctx: RunnerContext) -> None:
         raise NotImplementedError
@@ -60,6 +62,7 @@ def test_a_cross_language_action_is_one_clear_error() -> None:
 
 def test_an_added_action_that_cannot_be_resolved_by_name_is_one_clear_error() -> None:
     """FA-1: add_action functions are resolved by module and qualname, as in a Flink job."""
+
     def local(event: Any, ctx: Any) -> None:
         return None
 

@@ -32,14 +32,18 @@ class FakeAssistant(BaseChatModelSetup):
     def model_kwargs(self) -> dict[str, Any]:
         return {}
 
-    def chat(self, messages: Sequence[ChatMessage], prompt_args: Mapping[str, Any] | None = None,
-             **kwargs: Any) -> ChatMessage:
+    def chat(
+        self, messages: Sequence[ChatMessage], prompt_args: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> ChatMessage:
         last = messages[-1]
         ASKED.append(last.content)
         if last.role == MessageRole.TOOL:
             return ChatMessage(role=MessageRole.ASSISTANT, content=f"It is {last.content}.")
-        call = {"id": f"call-{last.content}", "type": "function",
-                "function": {"name": "forecast", "arguments": {"city": last.content}}}
+        call = {
+            "id": f"call-{last.content}",
+            "type": "function",
+            "function": {"name": "forecast", "arguments": {"city": last.content}},
+        }
         return ChatMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[call])
 
 
@@ -54,8 +58,10 @@ def test_a_react_agent_runs_with_a_fake_chat_model() -> None:
     the loop: the model is asked twice per input, the tool runs once per input."""
     result = Runner(react_flink.WeatherAgent, resources=_resources()).run(INPUTS)
     assert result.outputs == EXPECTED
-    assert result.memory == {"ann": {"last_answer": "It is sunny in Lyon."},
-                             "bo": {"last_answer": "It is sunny in Oslo."}}
+    assert result.memory == {
+        "ann": {"last_answer": "It is sunny in Lyon."},
+        "bo": {"last_answer": "It is sunny in Oslo."},
+    }
     assert sorted(react_flink.FORECASTS) == ["Lyon", "Oslo"] and len(ASKED) == 4
 
 
@@ -71,8 +77,9 @@ def test_every_crash_of_the_react_loop_recovers_to_the_same_answer() -> None:
     assert {p.action for p in crash_points} >= {"ask", "chat_model_action", "tool_call_action", "answer"}
     for point in crash_points:
         resources = _resources()
-        result, injector = run_scenario(react_flink.WeatherAgent, inputs, store,
-                                        Scenario((selector_for(point),)), resources=resources)
+        result, injector = run_scenario(
+            react_flink.WeatherAgent, inputs, store, Scenario((selector_for(point),)), resources=resources
+        )
         where = point.describe()
         assert injector.fired, where
         assert (result.outputs, result.memory) == (baseline.outputs, baseline.memory), where
@@ -111,7 +118,6 @@ def test_long_term_memory_is_refused_unless_a_fake_is_supplied() -> None:
 
 def test_the_durable_fixture_crashes_the_react_agent_with_its_fake(durable: Any) -> None:
     """FA-1, FA-5: `durable.run(..., crash_at=..., resources=...)` passes the fake to the runner."""
-    recovered = durable.run(react_flink.WeatherAgent, INPUTS[:1], crash_at="call0:after-record",
-                            resources=_resources())
+    recovered = durable.run(react_flink.WeatherAgent, INPUTS[:1], crash_at="call0:after-record", resources=_resources())
     assert recovered.outputs == {"ann": ["It is sunny in Lyon."]}
     assert recovered.crashes

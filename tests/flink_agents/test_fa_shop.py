@@ -22,8 +22,11 @@ from reference_runtime.stores.sqlite import SqliteStore
 
 from . import shop_flink, shop_reference, shop_services
 
-INPUTS = [("alice", {"order": "o1", "items": [30, 12]}), ("bob", {"order": "o2", "items": [5]}),
-          ("alice", {"order": "o3", "items": [7, 7]})]
+INPUTS = [
+    ("alice", {"order": "o1", "items": [30, 12]}),
+    ("bob", {"order": "o2", "items": [5]}),
+    ("alice", {"order": "o3", "items": [7, 7]}),
+]
 CONFIG = {"shop.discount": 2}
 
 
@@ -47,11 +50,12 @@ def _verdicts(outcomes: list[PointOutcome]) -> dict[tuple[Any, ...], bool]:
     return {(p.phase, p.key, p.seq, p.action, p.call_index): o.ok for o in outcomes for p in [o.point]}
 
 
-@pytest.mark.parametrize("flink, twin", [(shop_flink.ShopAgent, shop_reference.ShopTwin),
-                                         (shop_flink.UnsafeShopAgent, shop_reference.UnsafeShopTwin)],
-                         ids=["reconciled", "unsafe"])
-def test_the_flink_agent_passes_and_fails_the_same_sweep_points_as_its_twin(
-        flink: Any, twin: Any) -> None:
+@pytest.mark.parametrize(
+    "flink, twin",
+    [(shop_flink.ShopAgent, shop_reference.ShopTwin), (shop_flink.UnsafeShopAgent, shop_reference.UnsafeShopTwin)],
+    ids=["reconciled", "unsafe"],
+)
+def test_the_flink_agent_passes_and_fails_the_same_sweep_points_as_its_twin(flink: Any, twin: Any) -> None:
     """FA-1: crashed at every fault point, the flink_agents agent and its reference twin reach the same
     points and pass or fail at the same ones: the reconciled agent everywhere, the unsafe one where a crash
     lands between the charge and its record (a duplicated charge)."""
@@ -73,16 +77,21 @@ def test_outputs_and_memory_equal_the_twins() -> None:
     flink = Runner(shop_flink.ShopAgent, config=CONFIG).run(INPUTS)
     _reset()
     twin = Runner(shop_reference.ShopTwin, config=CONFIG).run(INPUTS)
-    assert flink.outputs == twin.outputs == {"alice": ["receipt o1 40 #1, mailed o1", "receipt o3 12 #1, mailed o3"],
-                                             "bob": ["receipt o2 3 #1, mailed o2"]}
+    assert (
+        flink.outputs
+        == twin.outputs
+        == {
+            "alice": ["receipt o1 40 #1, mailed o1", "receipt o3 12 #1, mailed o3"],
+            "bob": ["receipt o2 3 #1, mailed o2"],
+        }
+    )
     assert flink.memory == twin.memory
     assert flink.memory["alice"] == {"orders": 2, "receipts": {"o1": "receipt o1 40 #1", "o3": "receipt o3 12 #1"}}
 
 
 def _user_calls(result: RunResult) -> list[tuple[Any, ...]]:
     # The tool call is left out: it is a different callable in each (FunctionTool.call vs notify).
-    return [(e.call_id, e.function_id, e.args_digest, e.outcome) for e in result.journal
-            if e.call_id.action != "done"]
+    return [(e.call_id, e.function_id, e.args_digest, e.outcome) for e in result.journal if e.call_id.action != "done"]
 
 
 def test_function_ids_and_digests_are_those_of_the_twin() -> None:
@@ -93,8 +102,10 @@ def test_function_ids_and_digests_are_those_of_the_twin() -> None:
     _reset()
     twin = _user_calls(Runner(shop_reference.ShopTwin, config=CONFIG).run(INPUTS))
     assert flink == twin
-    assert {f for _, f, _, _ in flink} == {"tests.flink_agents.shop_services.price_of",
-                                            "tests.flink_agents.shop_services.charge"}
+    assert {f for _, f, _, _ in flink} == {
+        "tests.flink_agents.shop_services.price_of",
+        "tests.flink_agents.shop_services.charge",
+    }
 
 
 def test_the_context_is_a_flink_agents_runner_context() -> None:
@@ -103,11 +114,26 @@ def test_the_context_is_a_flink_agents_runner_context() -> None:
 
     assert issubclass(FlinkContext, FlinkRunnerContext)
     assert not FlinkContext.__abstractmethods__
-    abstract = {n for n, v in vars(FlinkRunnerContext).items() if getattr(v, "__isabstractmethod__", False)
-                or getattr(getattr(v, "fget", None), "__isabstractmethod__", False)}
-    assert {"send_event", "short_term_memory", "sensory_memory", "long_term_memory", "durable_execute",
-            "durable_execute_async", "config", "action_config", "get_action_config_value", "get_resource",
-            "agent_metric_group", "action_metric_group", "close"} <= abstract
+    abstract = {
+        n
+        for n, v in vars(FlinkRunnerContext).items()
+        if getattr(v, "__isabstractmethod__", False) or getattr(getattr(v, "fget", None), "__isabstractmethod__", False)
+    }
+    assert {
+        "send_event",
+        "short_term_memory",
+        "sensory_memory",
+        "long_term_memory",
+        "durable_execute",
+        "durable_execute_async",
+        "config",
+        "action_config",
+        "get_action_config_value",
+        "get_resource",
+        "agent_metric_group",
+        "action_metric_group",
+        "close",
+    } <= abstract
     for name in abstract:
         assert name in vars(FlinkContext), f"{name} is not implemented by the adapter"
     seen: list[object] = []
@@ -124,8 +150,9 @@ def test_the_context_is_a_flink_agents_runner_context() -> None:
     finally:
         shop_flink.quote = original  # type: ignore[assignment]
     assert seen and all(isinstance(c, FlinkRunnerContext) for c in seen)
-    assert inspect.signature(FlinkContext.durable_execute).parameters["reconciler"].kind is \
-        inspect.Parameter.KEYWORD_ONLY
+    assert (
+        inspect.signature(FlinkContext.durable_execute).parameters["reconciler"].kind is inspect.Parameter.KEYWORD_ONLY
+    )
 
 
 class Scored(Event):
@@ -154,8 +181,11 @@ class Relay(Agent):
     @staticmethod
     def record(event: Event, ctx: RunnerContext) -> None:
         RECEIVED.append(event)
-        value = {shop_flink.Quoted: lambda e: e.amount, Scored: lambda e: e.score,
-                 ChatResponseEvent: lambda e: e.response.content}[type(event)](event)
+        value = {
+            shop_flink.Quoted: lambda e: e.amount,
+            Scored: lambda e: e.score,
+            ChatResponseEvent: lambda e: e.response.content,
+        }[type(event)](event)
         ctx.send_event(OutputEvent(output=value))
 
 
@@ -164,6 +194,7 @@ def test_user_events_survive_recovery_as_their_class(kind: str, tmp_path: Any) -
     """EVT-1, FA-4: crashed right after `start` completed, recovery skips it and `record` still receives
     a Quoted, a Scored and a ChatResponseEvent whose response is a ChatMessage, built from the stored data;
     the outputs equal the crash-free run's."""
+
     def store() -> Any:
         return InMemoryStore() if kind == "memory" else SqliteStore(tmp_path / f"s{len(RECEIVED)}.db")
 
@@ -202,7 +233,8 @@ def test_cluster_delivery_hands_actions_plain_events() -> None:
     _reset()
     config = {**CONFIG, "flink-agents.event-delivery": "base"}
     assert Runner(shop_flink.ShopAgent, config=config).run(INPUTS[:1]).outputs == {
-        "alice": ["receipt o1 40 #1, mailed o1"]}
+        "alice": ["receipt o1 40 #1, mailed o1"]
+    }
     with pytest.raises(ActionFailedError, match=r"AttributeError.*input") as info:
         Runner(Relay, config={"flink-agents.event-delivery": "base"}).run([("k", "a")])
     assert info.value.action == "start"

@@ -30,9 +30,11 @@ class Meter:
     errors: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> str:
-        return (f"{self.name}: {self.inputs} inputs, {self.seconds:.1f} s decoding, "
-                f"worst {self.worst_seconds * 1e3:.1f} ms, peak {self.peak_bytes / 1e6:.1f} MB, "
-                f"errors {dict(sorted(self.errors.items()))}")
+        return (
+            f"{self.name}: {self.inputs} inputs, {self.seconds:.1f} s decoding, "
+            f"worst {self.worst_seconds * 1e3:.1f} ms, peak {self.peak_bytes / 1e6:.1f} MB, "
+            f"errors {dict(sorted(self.errors.items()))}"
+        )
 
 
 @contextmanager

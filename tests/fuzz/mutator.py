@@ -47,8 +47,14 @@ class Mutator:
             return [self.json_value(depth + 1) for _ in range(rng.randint(0, 3))]
         if kind == 7:
             return {rng.choice(["$map", "$bytes", "$float", "a", "f"]): self.json_value(depth + 1)}
-        return [None, True, rng.randint(-(2**70), 2**70), rng.random() * 1e6, "s" * rng.randint(0, 5),
-                rng.choice(["", "\u2028", "\x00", "$map", "$bytes"])][kind]
+        return [
+            None,
+            True,
+            rng.randint(-(2**70), 2**70),
+            rng.random() * 1e6,
+            "s" * rng.randint(0, 5),
+            rng.choice(["", "\u2028", "\x00", "$map", "$bytes"]),
+        ][kind]
 
     def swap(self, seeds: list[bytes]) -> bytes:
         doc = json.loads(self.rng.choice(seeds))
@@ -73,9 +79,10 @@ class Mutator:
         base = rng.choice(seeds)
         at = rng.randint(0, len(base))
         # Any code point, lone surrogates included: parsers must refuse them as typed errors too.
-        extra = "".join(chr(rng.choice([rng.randint(32, 126), rng.randint(0x80, 0x10FFFF)]))
-                        for _ in range(rng.randint(0, 4)))
-        return base[:at] + extra + base[at + rng.randint(0, 3):]
+        extra = "".join(
+            chr(rng.choice([rng.randint(32, 126), rng.randint(0x80, 0x10FFFF)])) for _ in range(rng.randint(0, 4))
+        )
+        return base[:at] + extra + base[at + rng.randint(0, 3) :]
 
     def hostile(self) -> Any:
         rng = self.rng

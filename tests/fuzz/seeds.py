@@ -24,8 +24,20 @@ from tests.runtime import agents
 from tests.vectors import cases
 
 VALUES: list[Any] = [
-    None, True, 0, -1, 2**63, 1.5, float("inf"), "", "text", "ünï€ødé", b"\x00\xff", [1, [2, [3]]],
-    {"a": {"b": [1, "x", None]}, "c": b"bytes"}, list(range(40)),
+    None,
+    True,
+    0,
+    -1,
+    2**63,
+    1.5,
+    float("inf"),
+    "",
+    "text",
+    "ünï€ødé",
+    b"\x00\xff",
+    [1, [2, [3]]],
+    {"a": {"b": [1, "x", None]}, "c": b"bytes"},
+    list(range(40)),
 ]
 
 
@@ -83,9 +95,20 @@ def native() -> tuple[list[bytes], list[bytes], list[bytes]]:
 
 
 def payload_values() -> list[Any]:
-    return [*VALUES, (1, 2), {1, 2}, frozenset({3}), datetime.datetime(2024, 1, 2, 3, 4, 5),
-            datetime.timedelta(days=2), decimal.Decimal("1.25"), fractions.Fraction(1, 3),
-            uuid.UUID(int=7), ValueError("boom"), KeyError("k"), RuntimeError("x", 1)]
+    return [
+        *VALUES,
+        (1, 2),
+        {1, 2},
+        frozenset({3}),
+        datetime.datetime(2024, 1, 2, 3, 4, 5),
+        datetime.timedelta(days=2),
+        decimal.Decimal("1.25"),
+        fractions.Fraction(1, 3),
+        uuid.UUID(int=7),
+        ValueError("boom"),
+        KeyError("k"),
+        RuntimeError("x", 1),
+    ]
 
 
 @cache
@@ -115,7 +138,8 @@ def java_payloads() -> list[bytes]:
 
 def java_records() -> list[bytes]:
     return [c["json"].encode("utf-8") for c in cases("actionstate_serialize.jsonl")] + [
-        c["json"].encode("utf-8") for c in cases("legacy_020.jsonl")]
+        c["json"].encode("utf-8") for c in cases("legacy_020.jsonl")
+    ]
 
 
 def kryo_payloads() -> list[bytes]:

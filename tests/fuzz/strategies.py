@@ -8,8 +8,16 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-BOMBS = [b"9" * 5000, b"[" * 900 + b"]" * 900, b"[" * 100_000, b"{\"a\":" * 3000, b"-" + b"1" * 4400,
-         b"\"\\ud800\"", b"1e999999", b"\"" + b"\\u0000" * 2000 + b"\""]
+BOMBS = [
+    b"9" * 5000,
+    b"[" * 900 + b"]" * 900,
+    b"[" * 100_000,
+    b'{"a":' * 3000,
+    b"-" + b"1" * 4400,
+    b'"\\ud800"',
+    b"1e999999",
+    b'"' + b"\\u0000" * 2000 + b'"',
+]
 
 
 @st.composite
@@ -72,13 +80,58 @@ def field_swaps(draw: st.DrawFn, seeds: list[bytes]) -> bytes:
 
 
 # Pickle opcodes with short arguments, in random order: reaches loader states no pickler writes.
-_OPS = [b"(", b".", b"0", b"1", b"2", b"N", b"}", b"a", b"b", b"d", b"]", b"e", b"l", b"R", b")", b"s", b"t",
-        b"u", b"\x81", b"\x85", b"\x86", b"\x87", b"\x88", b"\x89", b"\x8f", b"\x90", b"\x91", b"\x92", b"\x93",
-        b"\x94", b"K\x05", b"M\xff\xff", b"J\xff\xff\xff\x7f", b"h\x00", b"j\x00\x00\x00\x00", b"q\x01",
-        b"r\x00\xe1\xf5\x05", b"\x8c\x08builtins", b"\x8c\tbytearray", b"\x8c\x05range", b"\x8c\x04list",
-        b"\x8a\x04\x00\xe1\xf5\x05", b"cbuiltins\nbytearray\n", b"cfractions\nFraction\n", b"cbuiltins\nSystemExit\n",
-        b"ccopyreg\n_reconstructor\n", b"\x8b\xff\xff\x00\x00", b"p99999999999\n", b"I123\n",
-        b"L" + b"9" * 5000 + b"L\n"]
+_OPS = [
+    b"(",
+    b".",
+    b"0",
+    b"1",
+    b"2",
+    b"N",
+    b"}",
+    b"a",
+    b"b",
+    b"d",
+    b"]",
+    b"e",
+    b"l",
+    b"R",
+    b")",
+    b"s",
+    b"t",
+    b"u",
+    b"\x81",
+    b"\x85",
+    b"\x86",
+    b"\x87",
+    b"\x88",
+    b"\x89",
+    b"\x8f",
+    b"\x90",
+    b"\x91",
+    b"\x92",
+    b"\x93",
+    b"\x94",
+    b"K\x05",
+    b"M\xff\xff",
+    b"J\xff\xff\xff\x7f",
+    b"h\x00",
+    b"j\x00\x00\x00\x00",
+    b"q\x01",
+    b"r\x00\xe1\xf5\x05",
+    b"\x8c\x08builtins",
+    b"\x8c\tbytearray",
+    b"\x8c\x05range",
+    b"\x8c\x04list",
+    b"\x8a\x04\x00\xe1\xf5\x05",
+    b"cbuiltins\nbytearray\n",
+    b"cfractions\nFraction\n",
+    b"cbuiltins\nSystemExit\n",
+    b"ccopyreg\n_reconstructor\n",
+    b"\x8b\xff\xff\x00\x00",
+    b"p99999999999\n",
+    b"I123\n",
+    b"L" + b"9" * 5000 + b"L\n",
+]
 
 
 @st.composite

@@ -40,8 +40,11 @@ def _replay(codec: Any, status: str) -> Callable[[bytes], Any]:
     ex = ActionExecution(REF, InMemoryStore(), codec, ActionState())
 
     def decode(data: bytes) -> Any:
-        record = CallResult("fid", "digest", None, data, None) if status == "FAILED" else \
-            CallResult("fid", "digest", data, None, None)
+        record = (
+            CallResult("fid", "digest", None, data, None)
+            if status == "FAILED"
+            else CallResult("fid", "digest", data, None, None)
+        )
         return ex.decode(record, 0)
 
     return decode
@@ -89,28 +92,47 @@ def _targets() -> dict[str, tuple[Target, st.SearchStrategy[Any]]]:
     java = seeds.java_records()
     located = (CorruptRecordError,)
     return {
-        "native_state": (Target(lambda b: decode_state(b, LOC), located, located=True),
-                         mutated(headers) | spliced(headers) | field_swaps(headers)),
-        "native_call": (Target(lambda b: decode_call_result(b, LOC), located, located=True),
-                        mutated(calls) | spliced(calls) | field_swaps(calls)),
+        "native_state": (
+            Target(lambda b: decode_state(b, LOC), located, located=True),
+            mutated(headers) | spliced(headers) | field_swaps(headers),
+        ),
+        "native_call": (
+            Target(lambda b: decode_call_result(b, LOC), located, located=True),
+            mutated(calls) | spliced(calls) | field_swaps(calls),
+        ),
         "kafka_frame": (Target(_frame, located, located=True), mutated(frames) | spliced(frames)),
-        "kafka_key": (Target(_key, ()), st.text(max_size=30) | st.sampled_from(seeds.kafka_keys()).flatmap(
-            lambda k: st.integers(0, len(k)).flatmap(lambda i: st.text(max_size=6).map(lambda t: k[:i] + t + k[i:])))),
+        "kafka_key": (
+            Target(_key, ()),
+            st.text(max_size=30)
+            | st.sampled_from(seeds.kafka_keys()).flatmap(
+                lambda k: st.integers(0, len(k)).flatmap(lambda i: st.text(max_size=6).map(lambda t: k[:i] + t + k[i:]))
+            ),
+        ),
         "java_actionstate": (Target(read_action_state, located), mutated(java) | spliced(java) | field_swaps(java)),
         "java_legacy": (Target(read_legacy_020, located), mutated(java) | field_swaps(java)),
         "kryo": (Target(kryo.decode, located), st.binary(max_size=64) | mutated(seeds.kryo_payloads())),
         "jackson": (Target(jackson.loads, located), mutated(java) | spliced(java)),
-        "pickle_result": (Target(_replay(CloudpickleCodec(), "SUCCEEDED"), (PayloadDecodeError,), located=True),
-                          mutated(seeds.pickles()) | opcode_soup()),
-        "pickle_exception": (Target(_replay(CloudpickleCodec(), "FAILED"), (PayloadDecodeError,), located=True),
-                             mutated(seeds.pickles()) | opcode_soup()),
-        "pickle_signed": (Target(_replay(CloudpickleCodec(hmac_key=b"fuzz-key"), "SUCCEEDED"), (PayloadDecodeError,),
-                                 located=True), mutated(seeds.signed_pickles())),
-        "java_codec": (Target(_replay(JavaStyleCodec(), "FAILED"), (PayloadDecodeError,), located=True),
-                       mutated(seeds.java_payloads()) | spliced(seeds.java_payloads())),
-        "crash_selector": (Target(parse_crash, (ScheduleSyntaxError,)),
-                           mutated([s.encode() for s in seeds.selectors()]).map(lambda b: b.decode("utf-8", "replace"))
-                           | st.text(max_size=40)),
+        "pickle_result": (
+            Target(_replay(CloudpickleCodec(), "SUCCEEDED"), (PayloadDecodeError,), located=True),
+            mutated(seeds.pickles()) | opcode_soup(),
+        ),
+        "pickle_exception": (
+            Target(_replay(CloudpickleCodec(), "FAILED"), (PayloadDecodeError,), located=True),
+            mutated(seeds.pickles()) | opcode_soup(),
+        ),
+        "pickle_signed": (
+            Target(_replay(CloudpickleCodec(hmac_key=b"fuzz-key"), "SUCCEEDED"), (PayloadDecodeError,), located=True),
+            mutated(seeds.signed_pickles()),
+        ),
+        "java_codec": (
+            Target(_replay(JavaStyleCodec(), "FAILED"), (PayloadDecodeError,), located=True),
+            mutated(seeds.java_payloads()) | spliced(seeds.java_payloads()),
+        ),
+        "crash_selector": (
+            Target(parse_crash, (ScheduleSyntaxError,)),
+            mutated([s.encode() for s in seeds.selectors()]).map(lambda b: b.decode("utf-8", "replace"))
+            | st.text(max_size=40),
+        ),
         "api_values": (Target(_api, (InvalidValueError,)), hostile_values()),
     }
 

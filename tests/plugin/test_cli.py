@@ -19,8 +19,16 @@ from tests.stores.redis_server import free_port
 
 pytest_plugins = ["pytester"]
 ROOT = Path(__file__).resolve().parents[2]
-BAD_URLS = ["postgres://x", "redis://[::1", "redis://\uff4c\uff4f\uff43\uff41\uff4c\uff48\uff4f\uff53\uff54/0",
-            "redis://localhost/99999999999999999999", "sqlite:a\x00b", "kafka://h:1/", "ftp://x", ""]
+BAD_URLS = [
+    "postgres://x",
+    "redis://[::1",
+    "redis://\uff4c\uff4f\uff43\uff41\uff4c\uff48\uff4f\uff53\uff54/0",
+    "redis://localhost/99999999999999999999",
+    "sqlite:a\x00b",
+    "kafka://h:1/",
+    "ftp://x",
+    "",
+]
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -56,13 +64,23 @@ def test_sweep_store_url_is_checked_too(tmp_path: Path, capsys: pytest.CaptureFi
     """CLI-3: `durable sweep --store` goes through the same check."""
     inputs = tmp_path / "in.jsonl"
     inputs.write_text('{"key": "k", "input": 1}\n')
-    line = _one_line_error(*_run(capsys, "sweep", "tests.plugin.verdict_agents:NonIdempotent", "--inputs",
-                                 str(inputs), "--store", "postgres://x"))
+    line = _one_line_error(
+        *_run(
+            capsys,
+            "sweep",
+            "tests.plugin.verdict_agents:NonIdempotent",
+            "--inputs",
+            str(inputs),
+            "--store",
+            "postgres://x",
+        )
+    )
     assert "unknown scheme" in line
 
 
-def test_missing_client_package_names_the_extra(monkeypatch: pytest.MonkeyPatch,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_client_package_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """CLI-4: a redis:// URL without the redis package names the pip install line."""
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "redis" else real(name, *a))
@@ -78,24 +96,29 @@ def test_unreachable_server_is_one_line(capsys: pytest.CaptureFixture[str]) -> N
     assert f"cannot reach store {url}" in line
 
 
-@pytest.mark.parametrize(("argv", "expected"), [
-    (["nope"], "unknown command 'nope'"),
-    (["certify", "-x"], "unrecognized arguments: -x"),
-    (["certify", "--backend", "nomodule_here:factory"], "no module named 'nomodule_here'"),
-    (["certify", "--backend", "json"], "expected MODULE:NAME"),
-    (["certify", "--backend", "json:nothing"], "json has no attribute 'nothing'"),
-    (["certify", "--backend", "json:__doc__"], "not callable"),
-    (["certify", "--backend", "json:dumps"], "calling it raised TypeError"),
-    (["certify", "--backend", "json:JSONDecoder"], "returned JSONDecoder; expected a conformance.StoreFactory"),
-    (["sweep", "json:loads", "--inputs", "x"], "not an Agent subclass"),
-    (["sweep", "tests.plugin.verdict_agents:NonIdempotent", "--inputs", "/nonexistent/in.jsonl"],
-     "cannot read it"),
-    (["sweep", "tests.plugin.verdict_agents:NonIdempotent"], "the following arguments are required: --inputs"),
-    (["sweep", "tests.plugin.verdict_agents:NonIdempotent", "--inputs", "{inputs}", "--effect", "json:nothing"],
-     "json has no attribute 'nothing'"),
-])
-def test_bad_command_line_is_one_line(argv: list[str], expected: str, tmp_path: Path,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["nope"], "unknown command 'nope'"),
+        (["certify", "-x"], "unrecognized arguments: -x"),
+        (["certify", "--backend", "nomodule_here:factory"], "no module named 'nomodule_here'"),
+        (["certify", "--backend", "json"], "expected MODULE:NAME"),
+        (["certify", "--backend", "json:nothing"], "json has no attribute 'nothing'"),
+        (["certify", "--backend", "json:__doc__"], "not callable"),
+        (["certify", "--backend", "json:dumps"], "calling it raised TypeError"),
+        (["certify", "--backend", "json:JSONDecoder"], "returned JSONDecoder; expected a conformance.StoreFactory"),
+        (["sweep", "json:loads", "--inputs", "x"], "not an Agent subclass"),
+        (["sweep", "tests.plugin.verdict_agents:NonIdempotent", "--inputs", "/nonexistent/in.jsonl"], "cannot read it"),
+        (["sweep", "tests.plugin.verdict_agents:NonIdempotent"], "the following arguments are required: --inputs"),
+        (
+            ["sweep", "tests.plugin.verdict_agents:NonIdempotent", "--inputs", "{inputs}", "--effect", "json:nothing"],
+            "json has no attribute 'nothing'",
+        ),
+    ],
+)
+def test_bad_command_line_is_one_line(
+    argv: list[str], expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """CLI-3: each bad input names itself and the fix on one line, status 2."""
     inputs = tmp_path / "in.jsonl"
     inputs.write_text('{"key": "k", "input": 1}\n')
@@ -107,8 +130,7 @@ def test_bad_inputs_line_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[
     """CLI-3: a malformed inputs file names the file and the line."""
     inputs = tmp_path / "in.jsonl"
     inputs.write_text('{"key": "k", "input": 1}\n{"key": "k"\n')
-    line = _one_line_error(*_run(capsys, "sweep", "tests.plugin.verdict_agents:NonIdempotent", "--inputs",
-                                 str(inputs)))
+    line = _one_line_error(*_run(capsys, "sweep", "tests.plugin.verdict_agents:NonIdempotent", "--inputs", str(inputs)))
     assert f"{inputs}:2: not JSON" in line
 
 
@@ -116,15 +138,22 @@ def _durable_subprocess(cwd: Path, *argv: str, **env: str) -> subprocess.Complet
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), **env}
     full_env.pop("PYTEST_XDIST_WORKER", None)
     # -P: like the `durable` console script, the current directory is not put on sys.path by Python.
-    return subprocess.run([sys.executable, "-P", "-m", "pytest_durable.cli", *argv], cwd=cwd, env=full_env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-P", "-m", "pytest_durable.cli", *argv],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_backend_next_to_the_shell_is_importable(tmp_path: Path) -> None:
     """CLI-3: `durable certify --backend mypkg:factory` run beside mypkg imports it."""
     (tmp_path / "mypkg").mkdir()
     (tmp_path / "mypkg" / "__init__.py").write_text(
-        "from conformance import factory_from_url\n\ndef factory():\n    return factory_from_url('memory:')\n")
+        "from conformance import factory_from_url\n\ndef factory():\n    return factory_from_url('memory:')\n"
+    )
     out = _durable_subprocess(tmp_path, "certify", "--backend", "mypkg:factory", "--seed", "1")
     assert out.returncode == 0, out.stdout + out.stderr
     assert "overall level: FULL" in out.stdout
@@ -140,8 +169,7 @@ def test_verbose_passes_through_and_the_table_is_clean(tmp_path: Path) -> None:
     assert "warning" not in spread.stdout.lower() and "warning" not in spread.stderr.lower()
     coloured = _durable_subprocess(tmp_path, "certify", "--store", "memory:", "--seed", "1", FORCE_COLOR="1")
     assert "\x1b[32mFULL" in coloured.stdout
-    plain = _durable_subprocess(tmp_path, "certify", "--store", "memory:", "--seed", "1", FORCE_COLOR="1",
-                                NO_COLOR="1")
+    plain = _durable_subprocess(tmp_path, "certify", "--store", "memory:", "--seed", "1", FORCE_COLOR="1", NO_COLOR="1")
     assert "\x1b[" not in plain.stdout and "overall level: FULL" in plain.stdout
 
 
@@ -149,8 +177,9 @@ def test_verbose_passes_through_and_the_table_is_clean(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("store", [[], ["--store", "sqlite:"]], ids=["default", "sqlite:"])
-def test_certify_leaves_no_temporary_directory(store: list[str], tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_certify_leaves_no_temporary_directory(
+    store: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """STORE-11: the temporary directory of `durable certify` (and the SQLite file in it) is removed."""
     scratch = tmp_path / "tmp"
     scratch.mkdir()
@@ -194,7 +223,7 @@ def test_certify_deletes_its_redis_keys(real_redis: str) -> None:
     assert _keys(real_redis) == before
 
 
-PLUGIN_TEST = '''
+PLUGIN_TEST = """
 from reference_runtime import Agent, Event, InputEvent, OutputEvent, RunnerContext, action
 
 def charge(amount):
@@ -208,7 +237,7 @@ class Refund(Agent):
 
 def test_sweep(durable):
     durable.sweep(Refund, [("k", 1), ("j", 2)])
-'''
+"""
 
 
 def test_the_plugin_deletes_its_redis_keys(real_redis: str, pytester: pytest.Pytester) -> None:
@@ -233,12 +262,15 @@ def test_the_plugin_sqlite_file_is_one_file(tmp_path: Path, pytester: pytest.Pyt
         assert conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall() == []
 
 
-@pytest.mark.parametrize(("url", "expected"), [
-    ("postgres://x", "unknown scheme"),
-    ("redis://[::1", "Invalid IPv6 URL"),
-    ("sqlite:{dir}", "is a directory; sqlite:PATH names one database file"),
-    ("redis://127.0.0.1:{port}/0", "cannot reach store"),
-])
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("postgres://x", "unknown scheme"),
+        ("redis://[::1", "Invalid IPv6 URL"),
+        ("sqlite:{dir}", "is a directory; sqlite:PATH names one database file"),
+        ("redis://127.0.0.1:{port}/0", "cannot reach store"),
+    ],
+)
 def test_the_plugin_refuses_a_bad_store_once(url: str, expected: str, pytester: pytest.Pytester) -> None:
     """CLI-4: a bad --durable-store is one usage error before any test runs, not a failure per test."""
     pytest.importorskip("redis")
@@ -278,8 +310,16 @@ def test_a_sqlite_path_in_a_missing_directory_is_one_line(tmp_path: Path, capsys
 def test_output_piped_to_a_reader_that_stops_early_is_no_traceback(tmp_path: Path) -> None:
     """CLI-3: output to a pipe whose reader has gone (`durable --help | head -1`) ends quietly with status
     0, without a BrokenPipeError traceback."""
-    script = ("import os, sys\nr, w = os.pipe()\nos.close(r)\nos.dup2(w, 1)\n"
-              "from pytest_durable.cli import main\nsys.exit(main(['--help']))\n")
-    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                          capture_output=True, text=True, timeout=120)
+    script = (
+        "import os, sys\nr, w = os.pipe()\nos.close(r)\nos.dup2(w, 1)\n"
+        "from pytest_durable.cli import main\nsys.exit(main(['--help']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0 and "BrokenPipe" not in done.stderr, done.stderr

@@ -35,15 +35,23 @@ class Boom:
 def fill(store: ActionStateStore, evil: Path) -> None:
     """One in-progress state with a call of each kind, one completed state, one state of another key."""
     r = ref("order-1", 0)
-    store.put(r, ActionState(task_event=r.event, call_results=[
-        CallResult.succeeded("shop.charge", "4f178445086a4b93", CODEC.encode_result({"receipt": 30})),
-        CallResult.failed("shop.notify", "f744dd20f806e514", CODEC.encode_exception(ValueError("mail down"))),
-        CallResult.succeeded("shop.evil", "0000000000000000", pickle.dumps(Boom(evil))),
-        CallResult.pending("shop.refund", "915fcb468add33e3"),
-    ]))
-    done = ActionState(task_event=ref("order-1", 1).event,
-                       short_term_memory_updates=[MemoryUpdate("n", 2), MemoryUpdate("cart", None, True)],
-                       output_events=[OutputEvent("charged 30")])
+    store.put(
+        r,
+        ActionState(
+            task_event=r.event,
+            call_results=[
+                CallResult.succeeded("shop.charge", "4f178445086a4b93", CODEC.encode_result({"receipt": 30})),
+                CallResult.failed("shop.notify", "f744dd20f806e514", CODEC.encode_exception(ValueError("mail down"))),
+                CallResult.succeeded("shop.evil", "0000000000000000", pickle.dumps(Boom(evil))),
+                CallResult.pending("shop.refund", "915fcb468add33e3"),
+            ],
+        ),
+    )
+    done = ActionState(
+        task_event=ref("order-1", 1).event,
+        short_term_memory_updates=[MemoryUpdate("n", 2), MemoryUpdate("cart", None, True)],
+        output_events=[OutputEvent("charged 30")],
+    )
     done.mark_completed()
     store.put(ref("order-1", 1, OTHER), done)
     store.put(ref("order-2", 0), ActionState(task_event=ref("order-2", 0).event))
@@ -85,11 +93,17 @@ def test_sqlite_store_table_json_and_key_filter(tmp_path: Path, capsys: pytest.C
     states = json.loads(out)
     assert [(s["key"], s["seq"], s["action"]) for s in states] == [("order-1", 0, "work"), ("order-1", 1, "other")]
     calls = states[0]["calls"]
-    assert [(c["index"], c["status"]) for c in calls] == [(0, "SUCCEEDED"), (1, "FAILED"), (2, "SUCCEEDED"),
-                                                          (3, "PENDING")]
+    assert [(c["index"], c["status"]) for c in calls] == [
+        (0, "SUCCEEDED"),
+        (1, "FAILED"),
+        (2, "SUCCEEDED"),
+        (3, "PENDING"),
+    ]
     assert calls[1]["exception"] == "ValueError: mail down" and calls[2]["decode_error"]
-    assert states[1]["short_term_memory"] == [{"path": "n", "value": 2}, {"path": "cart", "value": None,
-                                                                           "new_object": True}]
+    assert states[1]["short_term_memory"] == [
+        {"path": "n", "value": 2},
+        {"path": "cart", "value": None, "new_object": True},
+    ]
     assert not evil.exists()
 
 
@@ -183,8 +197,11 @@ def test_captured_real_records_decode_through_inspect(tansu: str, capsys: pytest
 
     topic = f"inspect-captured-{uuid.uuid4().hex[:8]}"
     KafkaStore(tansu, topic, format="flink-agents", partitions=2).close()
-    produce_raw(tansu, topic, [(r["key"], r["value_bytes"], partition_for(r["key"].rsplit("_", 3)[0], 2))
-                               for r in captured_records()])
+    produce_raw(
+        tansu,
+        topic,
+        [(r["key"], r["value_bytes"], partition_for(r["key"].rsplit("_", 3)[0], 2)) for r in captured_records()],
+    )
     code, out, _ = run(capsys, f"kafka://{tansu}/{topic}?format=flink-agents")
     assert code == 0, out
     assert "3 action states" in out and out.count("completed  [flink-agents (0.2.0)]") == 3

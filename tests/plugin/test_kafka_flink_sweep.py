@@ -19,8 +19,9 @@ def test_sweep_on_the_flink_agents_kafka_format(pytester: pytest.Pytester, tansu
     result.stdout.fnmatch_lines([f"durable: store {url}, seed *", "durable: * fault points swept, * crashes injected"])
 
 
-def test_sweep_on_the_flink_agents_kafka_format_catches_a_repeated_effect(pytester: pytest.Pytester,
-                                                                          tansu: str) -> None:
+def test_sweep_on_the_flink_agents_kafka_format_catches_a_repeated_effect(
+    pytester: pytest.Pytester, tansu: str
+) -> None:
     """PLG-1: on the same store, an effect outside durable calls is caught (the sweep really recovers from
     the topic, it does not pass vacuously)."""
     project(pytester, 'ctx.send_event(OutputEvent(notify("refund sent")))')

@@ -17,7 +17,7 @@ from .verdict_agents import Reconciled
 
 pytest_plugins = ["pytester"]
 
-AGENT = '''
+AGENT = """
 from reference_runtime import Agent, Event, InputEvent, OutputEvent, RunnerContext, action
 
 def charge(amount):
@@ -28,7 +28,7 @@ class Refund(Agent):
     @staticmethod
     def handle(event: Event, ctx: RunnerContext) -> None:
         ctx.send_event(OutputEvent(ctx.durable_execute(charge, event.attributes["input"])))
-'''
+"""
 
 
 def _collect(pytester: pytest.Pytester, test: str) -> pytest.RunResult:
@@ -39,54 +39,71 @@ def _collect(pytester: pytest.Pytester, test: str) -> pytest.RunResult:
 def test_a_dict_of_inputs_is_refused_at_collection(pytester: pytest.Pytester) -> None:
     """PLG-9: a dict instead of a list of (key, input) pairs: one line naming the fix, no traceback, and
     no test runs (exit status 2, an interrupted collection)."""
-    result = _collect(pytester, '''
+    result = _collect(
+        pytester,
+        """
 @pytest.mark.durable_sweep(Refund, {"order-1": 30})
 def test_sweep(durable):
     durable.run()
-''')
+""",
+    )
     assert result.ret == pytest.ExitCode.INTERRUPTED
-    result.stdout.fnmatch_lines(["*test_sweep: durable_sweep's inputs are a dict; pass a list of (key, input) "
-                                 "pairs, e.g. list(inputs.items()) for {key: input}"])
+    result.stdout.fnmatch_lines(
+        [
+            "*test_sweep: durable_sweep's inputs are a dict; pass a list of (key, input) "
+            "pairs, e.g. list(inputs.items()) for {key: input}"
+        ]
+    )
     result.stdout.no_fnmatch_line("*too many values to unpack*")
     result.stdout.no_fnmatch_line("*Traceback*")
 
 
 def test_store_in_the_marker_names_the_option_to_use(pytester: pytest.Pytester) -> None:
     """PLG-9: store= in the marker is refused at collection, naming --durable-store."""
-    result = _collect(pytester, '''
+    result = _collect(
+        pytester,
+        """
 @pytest.mark.durable_sweep(Refund, [("k", 1)], store=object())
 def test_sweep(durable):
     durable.run()
-''')
+""",
+    )
     assert result.ret == pytest.ExitCode.INTERRUPTED
-    result.stdout.fnmatch_lines(["*durable_sweep: store= is not supported here: the store comes from "
-                                 "--durable-store URL (ini durable_store)*"])
+    result.stdout.fnmatch_lines(
+        ["*durable_sweep: store= is not supported here: the store comes from --durable-store URL (ini durable_store)*"]
+    )
     result.stdout.no_fnmatch_line("*got multiple values*")
 
 
 def test_a_sweep_test_without_the_durable_fixture_says_so(pytester: pytest.Pytester) -> None:
     """PLG-9: a durable_sweep test that only has a fixture built on `durable` is told to take `durable`,
     not that it "never called durable.run()"."""
-    result = _collect(pytester, '''
+    result = _collect(
+        pytester,
+        """
 @pytest.mark.durable_sweep(Refund, [("k", 1)])
 def test_sweep(durable_ledger):
     pass
-''')
+""",
+    )
     result.stdout.fnmatch_lines(["*marked durable_sweep but the test does not take the `durable` fixture*"])
     result.stdout.no_fnmatch_line("*never called durable.run()*")
 
 
-@pytest.mark.parametrize(("args", "kwargs", "message"), [
-    ((Reconciled, {"k": 1}), {}, "inputs are a dict"),
-    ((Reconciled, [("k", 1, 2)]), {}, "must be a non-empty list of (key, input) pairs"),
-    ((Reconciled, []), {}, "must be a non-empty list"),
-    ((Reconciled, "k"), {}, "must be a non-empty list"),
-    (("Reconciled", [("k", 1)]), {}, "first argument must be an Agent subclass"),
-    ((Reconciled,), {}, "takes 2 positional arguments, got 1"),
-    ((Reconciled, [("k", 1)]), {"store": None}, "store= is not supported here"),
-    ((Reconciled, [("k", 1)]), {"injector": None}, "injector= is not supported here"),
-    ((Reconciled, [("k", 1)]), {"mismach": "strict"}, "unknown runner option(s) ['mismach']"),
-])
+@pytest.mark.parametrize(
+    ("args", "kwargs", "message"),
+    [
+        ((Reconciled, {"k": 1}), {}, "inputs are a dict"),
+        ((Reconciled, [("k", 1, 2)]), {}, "must be a non-empty list of (key, input) pairs"),
+        ((Reconciled, []), {}, "must be a non-empty list"),
+        ((Reconciled, "k"), {}, "must be a non-empty list"),
+        (("Reconciled", [("k", 1)]), {}, "first argument must be an Agent subclass"),
+        ((Reconciled,), {}, "takes 2 positional arguments, got 1"),
+        ((Reconciled, [("k", 1)]), {"store": None}, "store= is not supported here"),
+        ((Reconciled, [("k", 1)]), {"injector": None}, "injector= is not supported here"),
+        ((Reconciled, [("k", 1)]), {"mismach": "strict"}, "unknown runner option(s) ['mismach']"),
+    ],
+)
 def test_marker_arguments_are_checked(args: tuple[Any, ...], kwargs: dict[str, Any], message: str) -> None:
     """PLG-9: every bad marker argument is a MarkerError naming the test and the fix."""
     with pytest.raises(MarkerError) as info:

@@ -12,7 +12,7 @@ import pytest
 pytest_plugins = ["pytester"]
 ROOT = Path(__file__).resolve().parents[2]
 
-AGENT = '''
+AGENT = """
 from reference_runtime import Agent, Event, InputEvent, OutputEvent, RunnerContext, action
 
 SENT = []
@@ -31,9 +31,9 @@ class Refund(Agent):
         receipt = ctx.durable_execute(charge, event.attributes["input"])
         {notify}
         ctx.send_event(OutputEvent(receipt))
-'''
+"""
 
-TEST = '''
+TEST = """
 from agent_mod import Refund
 
 def test_refund(durable_harness):
@@ -42,7 +42,7 @@ def test_refund(durable_harness):
 def test_crash_once(durable_harness):
     result = durable_harness.run(Refund, [("order-1", 30)], crash_at=["call0:after-effect"])
     assert result.failovers == 1 and result.outputs["order-1"][-1] == "charged 30"
-'''
+"""
 
 
 def project(pytester: pytest.Pytester, notify: str) -> None:
@@ -55,8 +55,12 @@ def test_a_correct_agent_passes_the_sweep(pytester: pytest.Pytester) -> None:
     project(pytester, 'ctx.durable_execute(notify, "refund sent")')
     result = pytester.runpytest_subprocess()
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["durable: store memory:, seed * (repeat with --durable-seed)",
-                                 "durable: * fault points swept, * crashes injected"])
+    result.stdout.fnmatch_lines(
+        [
+            "durable: store memory:, seed * (repeat with --durable-seed)",
+            "durable: * fault points swept, * crashes injected",
+        ]
+    )
 
 
 def test_a_side_effect_outside_durable_calls_is_reported_with_its_clause(pytester: pytest.Pytester) -> None:
@@ -91,8 +95,10 @@ def test_works_under_xdist(pytester: pytest.Pytester) -> None:
 
 def test_loading_the_plugin_imports_nothing_heavy() -> None:
     """PLG-4: the plugin module imports neither the runtime, hypothesis, freezegun nor cloudpickle."""
-    code = ("import sys, pytest_durable.plugin; print(sorted(m for m in ('reference_runtime', 'hypothesis', "
-            "'cloudpickle', 'freezegun') if m in sys.modules))")
+    code = (
+        "import sys, pytest_durable.plugin; print(sorted(m for m in ('reference_runtime', 'hypothesis', "
+        "'cloudpickle', 'freezegun') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -103,15 +109,16 @@ def test_durable_sweep_cli(tmp_path: Path) -> None:
     inputs = tmp_path / "inputs.jsonl"
     inputs.write_text("\n".join(json.dumps({"key": "o", "input": n}) for n in (1, 2)))
     env_cmd = [sys.executable, "-m", "pytest_durable.cli", "sweep", "agent_mod:Refund", "--inputs", str(inputs)]
-    out = subprocess.run(env_cmd, capture_output=True, text=True, cwd=tmp_path,
-                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    out = subprocess.run(
+        env_cmd, capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    )
     assert out.returncode == 1, out.stderr
     assert "after-effect key='o' seq=0 action='handle' call_index=0" in out.stdout
     assert "FAIL" in out.stdout and "REC-6" in out.stdout
     assert out.stdout.strip().splitlines()[-1].endswith("with violations: UNSAFE")
 
 
-SWEPT = '''
+SWEPT = """
 import pytest
 from agent_mod import Refund
 
@@ -124,7 +131,7 @@ def test_refund(durable):
 
 def test_plain():
     assert 1 + 1 == 2
-'''
+"""
 
 
 def sweep_project(pytester: pytest.Pytester, notify: str) -> None:
@@ -137,15 +144,17 @@ def test_sweep_marker_makes_one_test_per_fault_point(pytester: pytest.Pytester) 
     sweep_project(pytester, 'ctx.durable_execute(notify, "refund sent")')
     result = pytester.runpytest_subprocess("-v")
     result.assert_outcomes(passed=11)
-    result.stdout.fnmatch_lines([
-        "*test_refund?crash=none? PASSED*",
-        "*test_refund?crash=call0:before-call? PASSED*",
-        "*test_refund?crash=call0:after-effect? PASSED*",
-        "*test_refund?crash=call1:after-record? PASSED*",
-        "*test_refund?crash=handle:before-complete? PASSED*",
-        "*test_refund?crash=checkpoint? PASSED*",
-        "*test_plain PASSED*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*test_refund?crash=none? PASSED*",
+            "*test_refund?crash=call0:before-call? PASSED*",
+            "*test_refund?crash=call0:after-effect? PASSED*",
+            "*test_refund?crash=call1:after-record? PASSED*",
+            "*test_refund?crash=handle:before-complete? PASSED*",
+            "*test_refund?crash=checkpoint? PASSED*",
+            "*test_plain PASSED*",
+        ]
+    )
 
 
 def test_a_failing_user_project_reads_point_call_and_clause(pytester: pytest.Pytester) -> None:
@@ -154,20 +163,26 @@ def test_a_failing_user_project_reads_point_call_and_clause(pytester: pytest.Pyt
     result = pytester.runpytest_subprocess("-n", "2")
     outcomes = result.parseoutcomes()
     assert outcomes["failed"] >= 1 and outcomes["passed"] >= 1
-    result.stdout.fnmatch_lines([
-        "FAILED test_user.py::test_refund?crash=handle:before-complete? - *",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "FAILED test_user.py::test_refund?crash=handle:before-complete? - *",
+        ]
+    )
     result = pytester.runpytest_subprocess("-k", "before-complete")
-    result.stdout.fnmatch_lines([
-        "*durable invariants violated after crashing at before-complete key='order-1' seq=0 action='handle':",
-        "*REC-6: outputs differ after a crash at before-complete*",
-        "*note: two crash-free runs already differ although their durable calls are the same*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*durable invariants violated after crashing at before-complete key='order-1' seq=0 action='handle':",
+            "*REC-6: outputs differ after a crash at before-complete*",
+            "*note: two crash-free runs already differ although their durable calls are the same*",
+        ]
+    )
 
 
 def test_sweep_marker_misuse_is_reported(pytester: pytest.Pytester) -> None:
     """PLG-7: a marker without the durable fixture, or with wrong arguments, says how to use it."""
-    pytester.makepyfile(agent_mod=AGENT.replace("{notify}", "pass"), test_user='''
+    pytester.makepyfile(
+        agent_mod=AGENT.replace("{notify}", "pass"),
+        test_user="""
 import pytest
 from agent_mod import Refund
 
@@ -178,28 +193,37 @@ def test_no_fixture():
 @pytest.mark.durable_sweep("Refund")
 def test_bad_args(durable):
     pass
-''')
+""",
+    )
     pytester.syspathinsert(str(ROOT))
     result = pytester.runpytest_subprocess()
     result.stdout.fnmatch_lines(["*durable_sweep needs the durable fixture*"])
-    pytester.makepyfile(test_user='''
+    pytester.makepyfile(
+        test_user="""
 import pytest
 
 @pytest.mark.durable_sweep("Refund")
 def test_bad_args(durable):
     pass
-''')
+"""
+    )
     result = pytester.runpytest_subprocess()
-    result.stdout.fnmatch_lines(["*durable_sweep takes 2 positional arguments, got 1; use "
-                                 "@pytest.mark.durable_sweep(AgentClass, [[](key, input), ...[]], **runner_options)*"])
-    pytester.makepyfile(test_user='''
+    result.stdout.fnmatch_lines(
+        [
+            "*durable_sweep takes 2 positional arguments, got 1; use "
+            "@pytest.mark.durable_sweep(AgentClass, [[](key, input), ...[]], **runner_options)*"
+        ]
+    )
+    pytester.makepyfile(
+        test_user="""
 import pytest
 from agent_mod import Refund
 
 @pytest.mark.durable_sweep(Refund, [("k", 1)])
 def test_forgot_to_run(durable):
     pass
-''')
+"""
+    )
     result = pytester.runpytest_subprocess()
     assert result.parseoutcomes()["errors"] == 7  # crash-free + 6 points, none exercised
     result.stdout.fnmatch_lines(["*marked durable_sweep but never called durable.run()*"])
@@ -210,23 +234,25 @@ def test_same_ids_and_totals_under_xdist(pytester: pytest.Pytester) -> None:
     sweep_project(pytester, 'ctx.durable_execute(notify, "refund sent")')
     result = pytester.runpytest_subprocess("-n", "2", "--durable-seed", "42")
     result.assert_outcomes(passed=11)
-    result.stdout.fnmatch_lines(["durable: store memory:, seed 42 *",
-                                 "durable: 9 fault points swept, 9 crashes injected"])
+    result.stdout.fnmatch_lines(
+        ["durable: store memory:, seed 42 *", "durable: 9 fault points swept, 9 crashes injected"]
+    )
 
 
-EXPLORE = '''
+EXPLORE = """
 import pytest
 from agent_mod import Refund
 
 def test_explore(durable):
     durable.explore(Refund, [("order-1", 30)], max_crashes=2)
-'''
+"""
 
 
 def test_explore_failure_prints_the_marker_and_pinning_replays_it(pytester: pytest.Pytester) -> None:
     """PLG-5: a failing schedule is shrunk and printed as a marker; the marker pins and replays it."""
-    pytester.makepyfile(agent_mod=AGENT.replace("{notify}", 'ctx.send_event(OutputEvent(notify("x")))'),
-                        test_user=EXPLORE)
+    pytester.makepyfile(
+        agent_mod=AGENT.replace("{notify}", 'ctx.send_event(OutputEvent(notify("x")))'), test_user=EXPLORE
+    )
     pytester.syspathinsert(str(ROOT))
     result = pytester.runpytest_subprocess("--durable-seed", "3", "--durable-max-examples", "20")
     result.assert_outcomes(failed=1)
@@ -241,12 +267,12 @@ def test_explore_failure_prints_the_marker_and_pinning_replays_it(pytester: pyte
     assert "minimal failing crash schedule" not in again.stdout.str()  # it failed on the pinned one
 
 
-JOURNAL = '''
+JOURNAL = """
 from agent_mod import Refund
 
 def test_journal(durable):
     durable.check_journal(Refund, [("order-1", AMOUNT)])
-'''
+"""
 
 
 def test_golden_journals_through_the_option(pytester: pytest.Pytester) -> None:
@@ -261,8 +287,9 @@ def test_golden_journals_through_the_option(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_user=JOURNAL.replace("AMOUNT", "31"))
     result = pytester.runpytest_subprocess()
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*journal diverges at entry 0 (call order-1/0/handle/0):*",
-                                 "*args_digest: golden '*' != now '*'*"])
+    result.stdout.fnmatch_lines(
+        ["*journal diverges at entry 0 (call order-1/0/handle/0):*", "*args_digest: golden '*' != now '*'*"]
+    )
 
 
 def test_ini_twins_and_option_validation(pytester: pytest.Pytester) -> None:
@@ -272,8 +299,10 @@ def test_ini_twins_and_option_validation(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess()
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["durable: store sqlite:, seed 9 *"])
-    for args, message in ((["--durable-seed", "x"], "*--durable-seed 'x': expected an integer*"),
-                          (["--durable-max-examples", "0"], "*--durable-max-examples '0': expected a positive*")):
+    for args, message in (
+        (["--durable-seed", "x"], "*--durable-seed 'x': expected an integer*"),
+        (["--durable-max-examples", "0"], "*--durable-max-examples '0': expected a positive*"),
+    ):
         bad = pytester.runpytest_subprocess(*args)
         assert bad.ret == pytest.ExitCode.USAGE_ERROR
         bad.stderr.fnmatch_lines([message])
@@ -291,11 +320,13 @@ def test_junit_xml_carries_the_counts(pytester: pytest.Pytester) -> None:
 
 def test_tests_without_durable_fixtures_are_untouched(pytester: pytest.Pytester) -> None:
     """PLG-4: no summary section, no properties, nothing imported for a project that does not use it."""
-    pytester.makepyfile(test_x='''
+    pytester.makepyfile(
+        test_x="""
 import sys
 def test_x():
     assert [m for m in ("reference_runtime", "freezegun", "cloudpickle") if m in sys.modules] == []
-''')
+"""
+    )
     result = pytester.runpytest_subprocess("--junitxml=o.xml")
     result.assert_outcomes(passed=1)
     assert "durable:" not in result.stdout.str().split("test session starts")[1].split("rootdir")[1]

@@ -15,23 +15,26 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_durations_and_junit_times_are_real_under_the_virtual_clock(pytester: pytest.Pytester) -> None:
     """PLG-10: --durations and JUnit show real durations under durable_clock, not the frozen instant (setup)
     nor the virtual seconds slept (call)."""
-    pytester.makepyfile(test_sleepy='''
+    pytester.makepyfile(
+        test_sleepy="""
 def test_sleepy(durable, durable_clock):
     durable_clock.sleep(5000)
     assert durable_clock.now() - 1767225600.0 == 5000
-''')
+"""
+    )
     pytester.syspathinsert(str(ROOT))
     result = pytester.runpytest_subprocess("--durations=0", "--durations-min=0", "--junitxml=out.xml")
     result.assert_outcomes(passed=1)
-    shown = {when: float(sec) for sec, when in re.findall(r"^([\d.]+)s (setup|call|teardown) ",
-                                                          result.stdout.str(), re.M)}
+    shown = {
+        when: float(sec) for sec, when in re.findall(r"^([\d.]+)s (setup|call|teardown) ", result.stdout.str(), re.M)
+    }
     assert set(shown) == {"setup", "call", "teardown"}, result.stdout.str()
     assert all(seconds < 1000 for seconds in shown.values()), shown
     case = ET.parse(pytester.path / "out.xml").getroot().find(".//testcase")
     assert case is not None and float(case.get("time", "-1")) < 1000
 
 
-RETRYING = '''
+RETRYING = """
 from reference_runtime import Agent, Event, InputEvent, OutputEvent, RunnerContext, action
 from reference_runtime.retry import Backoff, RetryPolicy
 
@@ -56,41 +59,48 @@ class Broken(Agent):
     @staticmethod
     def handle(event: Event, ctx: RunnerContext) -> None:
         raise KeyError("no such customer")
-'''
+"""
 
-NO_REAL_SLEEP = '''
+NO_REAL_SLEEP = """
 import time
 
 def _no_real_sleep(seconds):
     raise AssertionError(f"a real time.sleep({seconds}) happened")
 
 time.sleep = _no_real_sleep
-'''
+"""
 
 
 def test_sweep_collection_learns_on_the_virtual_clock(pytester: pytest.Pytester) -> None:
     """PLG-11, PLG-6: a module sweeping a retrying agent (30 s backoff) collects without one real sleep, also
     when -k deselects its tests; the ids still name the fault points."""
-    pytester.makepyfile(agent_mod=RETRYING, conftest=NO_REAL_SLEEP, test_user='''
+    pytester.makepyfile(
+        agent_mod=RETRYING,
+        conftest=NO_REAL_SLEEP,
+        test_user="""
 import pytest
 from agent_mod import Retrying
 
 @pytest.mark.durable_sweep(Retrying, [("order-1", "a")])
 def test_refund(durable):
     durable.run()
-''')
+""",
+    )
     pytester.syspathinsert(str(ROOT))
     result = pytester.runpytest_subprocess("--collect-only", "-q")
     assert result.ret == 0, result.stdout.str()
-    result.stdout.fnmatch_lines(["test_user.py::test_refund[[]crash=none[]]",
-                                 "test_user.py::test_refund[[]crash=call0:after-effect[]]"])
+    result.stdout.fnmatch_lines(
+        ["test_user.py::test_refund[[]crash=none[]]", "test_user.py::test_refund[[]crash=call0:after-effect[]]"]
+    )
     deselected = pytester.runpytest_subprocess("-k", "not refund")
     assert deselected.ret == pytest.ExitCode.NO_TESTS_COLLECTED, deselected.stdout.str()
 
 
 def test_an_agent_failing_while_its_points_are_learnt_is_one_test_error(pytester: pytest.Pytester) -> None:
     """PLG-12: the failure is reported on the sweep's one test with the reason; the session goes on."""
-    pytester.makepyfile(agent_mod=RETRYING, test_user='''
+    pytester.makepyfile(
+        agent_mod=RETRYING,
+        test_user="""
 import pytest
 from agent_mod import Broken
 
@@ -100,13 +110,17 @@ def test_refund(durable):
 
 def test_plain():
     pass
-''')
+""",
+    )
     pytester.syspathinsert(str(ROOT))
     result = pytester.runpytest_subprocess()
     result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines([
-        "test_user.py::test_refund: the crash-free run of Broken on the marker's inputs failed while "
-        "its fault points were learnt, so no crash test can run: ActionFailedError: *KeyError*no such customer*"])
+    result.stdout.fnmatch_lines(
+        [
+            "test_user.py::test_refund: the crash-free run of Broken on the marker's inputs failed while "
+            "its fault points were learnt, so no crash test can run: ActionFailedError: *KeyError*no such customer*"
+        ]
+    )
     assert "Traceback" not in result.stdout.str()
 
 
@@ -170,12 +184,18 @@ CHECKS: dict[str, Callable[[DurableHarness], Any]] = {
     "assert_deterministic": lambda h: h.assert_deterministic(Timestamped, INPUTS),
     "strict crash": lambda h: h.crash(Timestamped, INPUTS, "call0:after-record", mismatch="strict"),
 }
-MESSAGES = {"sweep": "REC-3: call order-1/0/handle/0 had a persisted record but executed again",
-            "explore": "REC-3: call order-1/0/handle/0 had a persisted record but executed again",
-            "assert_deterministic": "Timestamped is nondeterministic: run 2 differs from run 1",
-            "strict crash": "non-deterministic durable call: recorded .*charge .* at call index 0"}
-ERRORS: dict[str, type[Exception]] = {"sweep": DurableInvariantError, "explore": DurableInvariantError,
-                                      "assert_deterministic": JournalMismatch, "strict crash": NondeterminismError}
+MESSAGES = {
+    "sweep": "REC-3: call order-1/0/handle/0 had a persisted record but executed again",
+    "explore": "REC-3: call order-1/0/handle/0 had a persisted record but executed again",
+    "assert_deterministic": "Timestamped is nondeterministic: run 2 differs from run 1",
+    "strict crash": "non-deterministic durable call: recorded .*charge .* at call index 0",
+}
+ERRORS: dict[str, type[Exception]] = {
+    "sweep": DurableInvariantError,
+    "explore": DurableInvariantError,
+    "assert_deterministic": JournalMismatch,
+    "strict crash": NondeterminismError,
+}
 
 
 @pytest.mark.parametrize("check", CHECKS)
@@ -259,8 +279,9 @@ def test_small_budgets_cover_the_points_where_bugs_show(books: Ledger, seed: int
             h.explore(Charger, [("order-1", "a"), ("order-2", "b")], max_examples=budget)
 
 
-def test_every_explored_schedule_fires_and_only_those_are_reported(books: Ledger,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_explored_schedule_fires_and_only_those_are_reported(
+    books: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """PLG-15: explore generates only schedules whose crashes all fire, several of them multi-crash, and counts
     the schedules that fired."""
     runs: list[tuple[int, int]] = []

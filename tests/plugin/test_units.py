@@ -173,7 +173,8 @@ def test_durable_effects_pass_the_sweep_and_reconcilers_are_counted() -> None:
     # The last run crashed after the mail's effect: the mail ran twice, the service kept one.
     rows = {(r.name, r.call_id): (r.happened, r.attempts, r.status) for r in LEDGER.rows()}
     assert rows == {("pay", "o/0/order/0"): (1, 1, "ok"), ("mail", "o/0/order/1"): (1, 2, "ok")} or all(
-        v[0] == 1 and v[2] == "ok" for v in rows.values())
+        v[0] == 1 and v[2] == "ok" for v in rows.values()
+    )
 
 
 # -- crash and explore -------------------------------------------------------------------------------------------
@@ -197,7 +198,7 @@ def test_explore_shrinks_to_a_minimal_schedule_and_prints_the_marker() -> None:
     text = str(err.value)
     assert "minimal failing crash schedule:" in text and "then" not in text.splitlines()[0]
     marker = next(line.strip() for line in text.splitlines() if line.strip().startswith("@pytest.mark."))
-    args = marker[len("@pytest.mark.durable_schedule("):-1]
+    args = marker[len("@pytest.mark.durable_schedule(") : -1]
     pinned = eval(f"scenario_from_marker_args({args})", {"scenario_from_marker_args": _marker})
     replay = harness(pinned=[pinned])
     with pytest.raises(DurableInvariantError):
@@ -223,16 +224,32 @@ def test_crash_during_recovery_is_reached() -> None:
 # -- scenarios and strategies ------------------------------------------------------------------------------------
 
 
-@given(st.builds(CrashAt, st.sampled_from(list(Phase)), st.none() | st.text(min_size=1),
-                 st.none() | st.integers(0, 99), st.none() | st.from_regex(r"[a-z_]{1,8}", fullmatch=True),
-                 st.none() | st.integers(0, 99), st.integers(1, 4)))
+@given(
+    st.builds(
+        CrashAt,
+        st.sampled_from(list(Phase)),
+        st.none() | st.text(min_size=1),
+        st.none() | st.integers(0, 99),
+        st.none() | st.from_regex(r"[a-z_]{1,8}", fullmatch=True),
+        st.none() | st.integers(0, 99),
+        st.integers(1, 4),
+    )
+)
 def test_selector_text_round_trips(selector: CrashAt) -> None:
     """PLG-5: every selector prints to text that parses back to the same selector."""
     assert parse_crash(format_crash(selector)) == selector
 
 
-@pytest.mark.parametrize("text", ["call1:nowhere", "call1:after-effect?color=red", "after-effect?seq=x",
-                                  "after-effect?nth=0", "after-effect?seq=1&seq=2"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "call1:nowhere",
+        "call1:after-effect?color=red",
+        "after-effect?seq=x",
+        "after-effect?nth=0",
+        "after-effect?seq=1&seq=2",
+    ],
+)
 def test_bad_selectors_are_refused_with_the_text(text: str) -> None:
     with pytest.raises(ScheduleSyntaxError, match="crash selector"):
         parse_crash(text)
@@ -249,8 +266,9 @@ def test_bad_markers_are_refused() -> None:
 
 def test_scenario_decorator_round_trips() -> None:
     s = Scenario.of("call1:after-effect?key=k", "checkpoint", mismatch="strict", reconcilers=False)
-    assert s.decorator() == ('@pytest.mark.durable_schedule("call1:after-effect?key=k", "checkpoint", '
-                             'mismatch="strict", reconcilers=False)')
+    assert s.decorator() == (
+        '@pytest.mark.durable_schedule("call1:after-effect?key=k", "checkpoint", mismatch="strict", reconcilers=False)'
+    )
     assert _marker("call1:after-effect?key=k", "checkpoint", mismatch="strict", reconcilers=False) == s
 
 

@@ -42,9 +42,9 @@ def _plugin_violations(agent: type, effect: str, monkeypatch: pytest.MonkeyPatch
 
 
 @pytest.mark.parametrize(("agent", "effect"), CASES, ids=["outside-effect", "non-idempotent-call"])
-def test_cli_and_plugin_give_the_same_verdict(agent: type, effect: str, tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str],
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_and_plugin_give_the_same_verdict(
+    agent: type, effect: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """CLI-1: an agent that ships an effect twice fails `durable sweep --effect` with exactly the
     violations (PLG-3, duplicated) the plugin's sweep reports for it."""
     code, out = _cli(tmp_path, capsys, agent, effect)
@@ -57,11 +57,11 @@ def test_cli_and_plugin_give_the_same_verdict(agent: type, effect: str, tmp_path
 
 
 @pytest.mark.parametrize(("agent", "effect"), CASES, ids=["outside-effect", "non-idempotent-call"])
-def test_the_plugin_marker_fails_the_same_agent_with_plg3(agent: type, effect: str,
-                                                          pytester: pytest.Pytester) -> None:
+def test_the_plugin_marker_fails_the_same_agent_with_plg3(agent: type, effect: str, pytester: pytest.Pytester) -> None:
     """CLI-1: the same agents fail a durable_sweep test with PLG-3 when the effect goes through the ledger."""
     pytester.makepyfile(verdict_agents=Path(verdict_agents.__file__).read_text())
-    pytester.makepyfile(test_agent=f"""
+    pytester.makepyfile(
+        test_agent=f"""
         import pytest
         from verdict_agents import {agent.__name__}
         import verdict_agents as agents
@@ -73,15 +73,17 @@ def test_the_plugin_marker_fails_the_same_agent_with_plg3(agent: type, effect: s
         @pytest.mark.durable_sweep({agent.__name__}, {INPUTS!r})
         def test_sweep(durable):
             durable.run()
-        """)
+        """
+    )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     assert result.ret == 1
     result.stdout.fnmatch_lines([f"*PLG-3: effect {effect} for * duplicated in the run crashing at *"])
 
 
 @pytest.mark.parametrize(("agent", "effect"), CASES, ids=["outside-effect", "non-idempotent-call"])
-def test_without_declared_effects_the_cli_says_not_verified(agent: type, effect: str, tmp_path: Path,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_without_declared_effects_the_cli_says_not_verified(
+    agent: type, effect: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """CLI-2: with no effect declared the CLI cannot see the duplicate; it says so instead of "safe"."""
     code, out = _cli(tmp_path, capsys, agent)
     assert code == 0
@@ -90,8 +92,9 @@ def test_without_declared_effects_the_cli_says_not_verified(agent: type, effect:
     assert "safe" not in out.splitlines()[-1].replace("NOT VERIFIED", "")
 
 
-def test_a_re_executed_call_without_a_declared_effect_is_named(tmp_path: Path,
-                                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_re_executed_call_without_a_declared_effect_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """CLI-2: a call that ran again after a crash with no reconciler is listed as unchecked when none of
     the declared effects was booked for it."""
     code, out = _cli(tmp_path, capsys, NonIdempotent, "notify")

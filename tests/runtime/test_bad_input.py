@@ -42,17 +42,22 @@ class SelfRefEvent(Agent):
         ctx.send_event(Event("custom", {"v": _self_referencing()}))
 
 
-@pytest.mark.parametrize(("key", "value", "match"), [
-    ("\ud800", 1, "the key of input #0 holds a lone surrogate"),
-    ("k", "\udc80", r"input #0 \(key='k'\) holds a lone surrogate"),
-    ("k", {"\udc80": 1}, "lone surrogate"),
-    ("k", {1, 2}, r"input #0 \(key='k'\) is a set.*sorted list"),
-    ("k", _self_referencing(), "refers to itself"),
-    ("k", 10 ** 5000, "integer of .* bits"),
-], ids=["surrogate-key", "surrogate-input", "surrogate-dict-key", "set", "self-reference", "huge-int"])
+@pytest.mark.parametrize(
+    ("key", "value", "match"),
+    [
+        ("\ud800", 1, "the key of input #0 holds a lone surrogate"),
+        ("k", "\udc80", r"input #0 \(key='k'\) holds a lone surrogate"),
+        ("k", {"\udc80": 1}, "lone surrogate"),
+        ("k", {1, 2}, r"input #0 \(key='k'\) is a set.*sorted list"),
+        ("k", _self_referencing(), "refers to itself"),
+        ("k", 10**5000, "integer of .* bits"),
+    ],
+    ids=["surrogate-key", "surrogate-input", "surrogate-dict-key", "set", "self-reference", "huge-int"],
+)
 @pytest.mark.parametrize("store_kind", ["memory", "sqlite"])
-def test_bad_inputs_are_refused_before_anything_is_stored(key: str, value: Any, match: str, store_kind: str,
-                                                          tmp_path: Path) -> None:
+def test_bad_inputs_are_refused_before_anything_is_stored(
+    key: str, value: Any, match: str, store_kind: str, tmp_path: Path
+) -> None:
     """PAY-7: lone surrogates, sets, self-references and oversized ints in keys and inputs."""
     store = InMemoryStore() if store_kind == "memory" else SqliteStore(tmp_path / "s.db")
     with pytest.raises(InvalidValueError, match=match):
@@ -70,14 +75,17 @@ def test_self_referencing_memory_values_and_event_attributes_are_typed(agent: ty
     assert "refers to itself" in str(info.value)
 
 
-@pytest.mark.parametrize(("options", "match"), [
-    ({"mismatch": "bogus"}, "mismatch='bogus' is not a mismatch mode; use 'lenient' or 'strict'"),
-    ({"config": {"num-async-threads": "abc"}}, "num-async-threads='abc' is not a positive integer"),
-    ({"config": {"num-async-threads": 0}}, "num-async-threads=0"),
-    ({"codec": object()}, "codec must implement PayloadCodec"),
-    ({"store": "sqlite:/tmp/x.db"}, r"store='sqlite:/tmp/x.db' is a string.*open_store\('sqlite:/tmp/x.db'\)"),
-    ({"store": object()}, "store must implement ActionStateStore"),
-])
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"mismatch": "bogus"}, "mismatch='bogus' is not a mismatch mode; use 'lenient' or 'strict'"),
+        ({"config": {"num-async-threads": "abc"}}, "num-async-threads='abc' is not a positive integer"),
+        ({"config": {"num-async-threads": 0}}, "num-async-threads=0"),
+        ({"codec": object()}, "codec must implement PayloadCodec"),
+        ({"store": "sqlite:/tmp/x.db"}, r"store='sqlite:/tmp/x.db' is a string.*open_store\('sqlite:/tmp/x.db'\)"),
+        ({"store": object()}, "store must implement ActionStateStore"),
+    ],
+)
 def test_bad_options_name_the_option_and_the_fix(options: dict[str, Any], match: str) -> None:
     """PAY-8: options of the wrong kind fail at construction, naming the option."""
     with pytest.raises(ConfigError, match=match):

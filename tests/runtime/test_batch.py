@@ -198,8 +198,7 @@ class Probe(Agent):
 
 def crashed_before_complete(n: int, clock: VirtualClock | None = None, **config: Any) -> tuple[Runner, InMemoryStore]:
     store = InMemoryStore()
-    runner = Runner(Probe, store, config=config, injector=FaultInjector([CrashAt(Phase.BEFORE_COMPLETE)]),
-                    clock=clock)
+    runner = Runner(Probe, store, config=config, injector=FaultInjector([CrashAt(Phase.BEFORE_COMPLETE)]), clock=clock)
     runner.inputs.append(("k", n))
     with pytest.raises(SimulatedCrash):
         runner.process()
@@ -224,8 +223,9 @@ def test_timeout_fails_started_calls_and_leaves_unstarted_pending() -> None:
     clock = VirtualClock()
     reset({1: 0.6}, clock)
     Probe.SHIFT.clear()
-    _runner, store = crashed_before_complete(4, clock, **{"tool-call.parallelism": 1,
-                                                         "tool-call.batch.timeout.ms": 200})
+    _runner, store = crashed_before_complete(
+        4, clock, **{"tool-call.parallelism": 1, "tool-call.batch.timeout.ms": 200}
+    )
     assert clock.sleeps == [0.0, 0.6], "slot 1 took 0.6 s of virtual time; slots 2 and 3 never ran"
     seen = Probe.SEEN
     assert seen[0].is_success() and seen[0].value == 0
@@ -266,7 +266,8 @@ def test_completion_order_does_not_change_the_records(delays: list[float]) -> No
         runner.process()
     (entry,) = store._entries.values()
     assert [(c.function_id, c.args_digest, c.status) for c in entry.calls] == [
-        ("tests.runtime.test_batch.tool", entry.calls[i].args_digest, CallStatus.SUCCEEDED) for i in range(4)]
+        ("tests.runtime.test_batch.tool", entry.calls[i].args_digest, CallStatus.SUCCEEDED) for i in range(4)
+    ]
     from reference_runtime.identity import args_digest
 
     assert [c.args_digest for c in entry.calls] == [args_digest((i,), {}) for i in range(4)]

@@ -17,8 +17,12 @@ def _reconciled_after_crash(value: Any) -> bool:
     """Crash after the effect of the agent's one call and report whether recovery ran its reconciler."""
     agents.reset()
     agents.WithReconciler.RECONCILED.clear()
-    Runner(agents.WithReconciler, InMemoryStore(), injector=FaultInjector([CrashAt(Phase.AFTER_EFFECT)]),
-           config={"durable-execution.reconcilers": value}).run([("k", 1)])
+    Runner(
+        agents.WithReconciler,
+        InMemoryStore(),
+        injector=FaultInjector([CrashAt(Phase.AFTER_EFFECT)]),
+        config={"durable-execution.reconcilers": value},
+    ).run([("k", 1)])
     return bool(agents.WithReconciler.RECONCILED)
 
 

@@ -129,8 +129,12 @@ def test_failover_restores_only_touched_keys_and_matches_a_fresh_run() -> None:
     checkpoint; the result equals a crash-free run's."""
     inputs = [(f"k{i % 30}", i) for i in range(120)]
     clean = Runner(Counter, InMemoryStore(), checkpoint_every=1).run(inputs)
-    crashed_runner = Runner(Counter, InMemoryStore(), checkpoint_every=7,
-                            injector=FaultInjector([CrashAt(Phase.BEFORE_COMPLETE, seq=2, key="k5")]))
+    crashed_runner = Runner(
+        Counter,
+        InMemoryStore(),
+        checkpoint_every=7,
+        injector=FaultInjector([CrashAt(Phase.BEFORE_COMPLETE, seq=2, key="k5")]),
+    )
     crashed = crashed_runner.run(inputs)
     assert crashed.failovers == 1
     assert crashed.outputs == clean.outputs
@@ -152,8 +156,9 @@ def test_sqlite_statements_search_indexes_and_never_scan(tmp_path: Any) -> None:
     _fill(store, 20)
     statements: list[str] = []
     store._conn.set_trace_callback(statements.append)
-    runner = Runner(Counter, store, checkpoint_every=1,
-                    injector=FaultInjector([CrashAt(Phase.BEFORE_COMPLETE, key="k")]))
+    runner = Runner(
+        Counter, store, checkpoint_every=1, injector=FaultInjector([CrashAt(Phase.BEFORE_COMPLETE, key="k")])
+    )
     runner.run([("k", 1), ("k", 2)])
     store._conn.set_trace_callback(None)
     plans = {}
@@ -161,8 +166,9 @@ def test_sqlite_statements_search_indexes_and_never_scan(tmp_path: Any) -> None:
         rows = store._conn.execute("EXPLAIN QUERY PLAN " + sql).fetchall()
         plans[sql] = [r[-1] for r in rows]
     assert plans, "no statement was traced"
-    scans = {sql: plan for sql, plan in plans.items()
-             if any(p.startswith("SCAN") and p != "SCAN CONSTANT ROW" for p in plan)}
+    scans = {
+        sql: plan for sql, plan in plans.items() if any(p.startswith("SCAN") and p != "SCAN CONSTANT ROW" for p in plan)
+    }
     assert not scans, scans
 
 

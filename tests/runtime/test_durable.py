@@ -29,8 +29,9 @@ from . import agents
 REF = StateRef("user-1", 4, ActionRef("work", "m", "A.work", ("_input_event",)), InputEvent("x"), "sk")
 
 
-def execution(store: InMemoryStore, *, mode: str = "lenient", injector: FaultInjector | None = None,
-              codec: Any = None) -> ActionExecution:
+def execution(
+    store: InMemoryStore, *, mode: str = "lenient", injector: FaultInjector | None = None, codec: Any = None
+) -> ActionExecution:
     state = store.get(REF)
     if state is None:
         state = ActionState(task_event=REF.event)
@@ -124,8 +125,12 @@ def test_pending_with_reconciler_runs_the_reconciler_not_the_function() -> None:
 def test_reconciler_that_raises_records_failure() -> None:
     """DE-5: a raising reconciler finalizes the slot as FAILED and the error replays."""
     store = InMemoryStore()
-    store.put(REF, ActionState(task_event=REF.event,
-                               call_results=[CallResult.pending(function_id(agents.step), args_digest((1,), {}))]))
+    store.put(
+        REF,
+        ActionState(
+            task_event=REF.event, call_results=[CallResult.pending(function_id(agents.step), args_digest((1,), {}))]
+        ),
+    )
 
     def broken() -> int:
         raise KeyError("lost")
@@ -139,8 +144,12 @@ def test_reconciler_that_raises_records_failure() -> None:
 def test_pending_without_reconciler_re_executes() -> None:
     """DE-6: PENDING and no reconciler → run the function again (not replay None, the 0.3.1 bug)."""
     store = InMemoryStore()
-    store.put(REF, ActionState(task_event=REF.event,
-                               call_results=[CallResult.pending(function_id(agents.step), args_digest((1,), {}))]))
+    store.put(
+        REF,
+        ActionState(
+            task_event=REF.event, call_results=[CallResult.pending(function_id(agents.step), args_digest((1,), {}))]
+        ),
+    )
     assert execution(store).execute(agents.step, (1,), {}) == 10
     assert stored(store)[0].status is CallStatus.SUCCEEDED
     assert sum(agents.EFFECTS.values()) == 1
@@ -208,8 +217,9 @@ def test_undecodable_payload_fails_fast_with_location_and_keeps_the_record() -> 
     """DE-10: a payload that cannot be decoded names key, seq, action, call index; nothing is deleted."""
     store = InMemoryStore()
     fid, digest = function_id(agents.step), args_digest((1,), {})
-    store.put(REF, ActionState(task_event=REF.event,
-                               call_results=[CallResult.succeeded(fid, digest, b"\x80\x05garbage")]))
+    store.put(
+        REF, ActionState(task_event=REF.event, call_results=[CallResult.succeeded(fid, digest, b"\x80\x05garbage")])
+    )
     with pytest.raises(PayloadDecodeError) as info:
         execution(store).execute(agents.step, (1,), {})
     assert (info.value.key, info.value.seq, info.value.action, info.value.call_index) == ("user-1", 4, "work", 0)
@@ -230,8 +240,9 @@ def test_malicious_pickle_in_store_runs_nothing(tmp_path: Any) -> None:
 
     store = InMemoryStore()
     fid, digest = function_id(agents.step), args_digest((1,), {})
-    store.put(REF, ActionState(task_event=REF.event,
-                               call_results=[CallResult.succeeded(fid, digest, pickle.dumps(Evil()))]))
+    store.put(
+        REF, ActionState(task_event=REF.event, call_results=[CallResult.succeeded(fid, digest, pickle.dumps(Evil()))])
+    )
     with pytest.raises(PayloadDecodeError, match="does not admit"):
         execution(store).execute(agents.step, (1,), {})
     assert not marker.exists()

@@ -121,12 +121,15 @@ def test_arbitrary_classes_need_an_explicit_opt_in() -> None:
     assert CloudpickleCodec(trusted=True).decode_result(payload).x == 3
 
 
-@pytest.mark.parametrize("payload", [
-    b"cos\nsystem\n(S'true'\ntR.",  # protocol 0: GLOBAL
-    b"\x80\x02cos\nsystem\nq\x00X\x04\x00\x00\x00trueq\x01\x85q\x02Rq\x03.",  # protocol 2: GLOBAL + REDUCE
-    pickle.dumps(Point(3), protocol=5),  # STACK_GLOBAL
-    b"\x80\x02\x82\x01.",  # EXT1
-])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"cos\nsystem\n(S'true'\ntR.",  # protocol 0: GLOBAL
+        b"\x80\x02cos\nsystem\nq\x00X\x04\x00\x00\x00trueq\x01\x85q\x02Rq\x03.",  # protocol 2: GLOBAL + REDUCE
+        pickle.dumps(Point(3), protocol=5),  # STACK_GLOBAL
+        b"\x80\x02\x82\x01.",  # EXT1
+    ],
+)
 def test_payloads_that_can_name_a_global_always_go_through_the_restricted_loader(payload: bytes) -> None:
     """PAY-3: only payloads with no byte that could be a global-naming opcode skip the restricted loader;
     nothing else is loaded by plain pickle."""

@@ -79,13 +79,17 @@ def test_memo_index_bomb_is_refused_before_loading(peak_memory: list[int]) -> No
     bounded(peak_memory, CloudpickleCodec(trusted=True).decode_result, bomb)
 
 
-@pytest.mark.parametrize("bomb", [
-    _Reduce(bytearray, 600_000_000),
-    _Reduce(bytes, 600_000_000),
-    _Reduce(list, range(20_000_000)),
-    _Reduce(set, range(20_000_000)),
-    _Reduce(copyreg._reconstructor, bytearray, bytearray, 600_000_000),  # type: ignore[attr-defined]
-], ids=["bytearray", "bytes", "list-range", "set-range", "reconstructor"])
+@pytest.mark.parametrize(
+    "bomb",
+    [
+        _Reduce(bytearray, 600_000_000),
+        _Reduce(bytes, 600_000_000),
+        _Reduce(list, range(20_000_000)),
+        _Reduce(set, range(20_000_000)),
+        _Reduce(copyreg._reconstructor, bytearray, bytearray, 600_000_000),  # type: ignore[attr-defined]
+    ],
+    ids=["bytearray", "bytes", "list-range", "set-range", "reconstructor"],
+)
 def test_allow_listed_callables_cannot_allocate_beyond_the_budget(bomb: _Reduce, peak_memory: list[int]) -> None:
     """LIM-4: results of allow-listed callables are checked against the memory budget before they are built."""
     data = pickle.dumps(bomb, protocol=4)
@@ -133,15 +137,17 @@ def execution(store: InMemoryStore, codec: Any, ref: StateRef = REF) -> ActionEx
     return ActionExecution(ref, store, codec, state)
 
 
-@pytest.mark.parametrize("exc", [SystemExit(77), KeyboardInterrupt(), GeneratorExit()],
-                         ids=["SystemExit", "KeyboardInterrupt", "GeneratorExit"])
+@pytest.mark.parametrize(
+    "exc",
+    [SystemExit(77), KeyboardInterrupt(), GeneratorExit()],
+    ids=["SystemExit", "KeyboardInterrupt", "GeneratorExit"],
+)
 @pytest.mark.parametrize("trusted", [False, True])
 def test_failed_record_holding_a_base_exception_does_not_stop_the_process(exc: BaseException, trusted: bool) -> None:
     """PAY-6: only Exception subclasses replay; the rest is a typed error at the record's location."""
     store = InMemoryStore()
     fid, digest = function_id(agents.step), args_digest((1,), {})
-    store.put(REF, ActionState(task_event=REF.event,
-                               call_results=[CallResult.failed(fid, digest, pickle.dumps(exc))]))
+    store.put(REF, ActionState(task_event=REF.event, call_results=[CallResult.failed(fid, digest, pickle.dumps(exc))]))
     with pytest.raises(UntrustedPayloadError) as info:
         execution(store, CloudpickleCodec(trusted=trusted)).execute(agents.step, (1,), {})
     assert (info.value.key, info.value.seq, info.value.call_index) == ("user-1", 4, 0)
@@ -161,7 +167,7 @@ def test_java_style_exception_payload_naming_a_base_exception_is_refused(name: s
 
 def test_payload_cannot_set_state_on_an_allow_listed_class() -> None:
     """LIM-6: BUILD on a class (fractions.Fraction.__repr__ = str) is refused; the class is unchanged."""
-    payload = (b"\x80\x04cfractions\nFraction\nN}\x8c\x08__repr__cbuiltins\nstr\ns\x86b0N.")
+    payload = b"\x80\x04cfractions\nFraction\nN}\x8c\x08__repr__cbuiltins\nstr\ns\x86b0N."
     original = fractions.Fraction.__repr__
     try:
         with pytest.raises(UntrustedPayloadError, match="sets state on Fraction"):
@@ -190,13 +196,17 @@ def _with_build_state(data: bytes) -> bytes:
 # -- huge integers and deep nesting in JSON records -------------------------------------------------
 def _header_with_value(value_json: str) -> bytes:
     return (
-        '{"v":1,"taskEvent":null,"sensory":[],"shortTerm":[["a",' + value_json
+        '{"v":1,"taskEvent":null,"sensory":[],"shortTerm":[["a",'
+        + value_json
         + ',false]],"outputs":[],"completed":false}'
     ).encode()
 
 
-@pytest.mark.parametrize("value_json", ["9" * 5000, "[" * 900 + "]" * 900, "[" * 100_000 + "]" * 100_000],
-                         ids=["5000-digit-int", "900-brackets", "100000-brackets"])
+@pytest.mark.parametrize(
+    "value_json",
+    ["9" * 5000, "[" * 900 + "]" * 900, "[" * 100_000 + "]" * 100_000],
+    ids=["5000-digit-int", "900-brackets", "100000-brackets"],
+)
 def test_native_record_limits_are_typed_located_errors(value_json: str) -> None:
     """LIM-3/LIM-5: a 5 000-digit integer or 900 nested brackets in a native record used to raise a raw
     ValueError / RecursionError."""
@@ -226,7 +236,7 @@ def test_error_messages_never_fail_on_the_values_they_quote() -> None:
         deep = [deep]
     loop: list[Any] = []
     loop.append(loop)
-    assert safe_repr(10 ** 5000).startswith("<int of")
+    assert safe_repr(10**5000).startswith("<int of")
     assert len(safe_repr(deep)) <= 80
     assert "..." in safe_repr(loop)
     assert len(safe_repr("x" * 10_000)) <= 80
@@ -247,13 +257,23 @@ def test_signed_payload_moved_to_another_call_index_is_refused() -> None:
     state = store.get(REF)
     assert state is not None
     # Record 1 has the same function and digest as record 0: its payload still does not verify at index 0.
-    store.put(REF, ActionState(task_event=REF.event, call_results=[
-        state.call_results[0]._replace(result_payload=state.call_results[1].result_payload)]))
+    store.put(
+        REF,
+        ActionState(
+            task_event=REF.event,
+            call_results=[state.call_results[0]._replace(result_payload=state.call_results[1].result_payload)],
+        ),
+    )
     with pytest.raises(SignatureError):
         execution(store, codec).execute(agents.step, (1,), {})
     # Another call's payload (20) in record 0: refused, where an unbound signature replayed 20.
-    store.put(REF, ActionState(task_event=REF.event, call_results=[
-        state.call_results[0]._replace(result_payload=state.call_results[2].result_payload)]))
+    store.put(
+        REF,
+        ActionState(
+            task_event=REF.event,
+            call_results=[state.call_results[0]._replace(result_payload=state.call_results[2].result_payload)],
+        ),
+    )
     with pytest.raises(SignatureError) as info:
         execution(store, codec).execute(agents.step, (1,), {})
     assert info.value.call_index == 0 and info.value.key == "user-1"

@@ -277,10 +277,15 @@ HANDED: list[Any] = []
 def use_handed_memory(op: str) -> Any:
     """A durable function given the action's MemoryObject (captured, not fetched through the context)."""
     mem = HANDED[0]
-    calls = {"get": lambda: mem.get("n"), "get-ref": lambda: mem.get(MemoryRef("short_term", "n")),
-             "set": lambda: mem.set("n", 2), "new_object": lambda: mem.new_object("o"),
-             "is_exist": lambda: mem.is_exist("n"), "get_field_names": mem.get_field_names,
-             "get_fields": mem.get_fields}
+    calls = {
+        "get": lambda: mem.get("n"),
+        "get-ref": lambda: mem.get(MemoryRef("short_term", "n")),
+        "set": lambda: mem.set("n", 2),
+        "new_object": lambda: mem.new_object("o"),
+        "is_exist": lambda: mem.is_exist("n"),
+        "get_field_names": mem.get_field_names,
+        "get_fields": mem.get_fields,
+    }
     return calls[op]()
 
 

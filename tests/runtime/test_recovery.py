@@ -19,8 +19,9 @@ INPUTS = [("alice", 1), ("bob", 2), ("alice", 3)]
 AGENTS = [agents.ThreeCalls, agents.AsyncCalls, agents.Chained, agents.WithReconciler, agents.Failing]
 
 
-def make_runner(agent: type[Agent], store_kind: str, tmp_path: Path, checkpoint_every: int | None,
-                injector: FaultInjector) -> Runner:
+def make_runner(
+    agent: type[Agent], store_kind: str, tmp_path: Path, checkpoint_every: int | None, injector: FaultInjector
+) -> Runner:
     reopen: Callable[[], ActionStateStore] | None = None
     if store_kind == "sqlite":
         db = tmp_path / f"store-{len(list(tmp_path.iterdir()))}.db"
@@ -55,8 +56,14 @@ def test_crash_at_every_fault_point_recovers_to_the_crash_free_result(
     baseline, trace = crash_free(agent, store_kind, tmp_path, checkpoint_every)
     clean_effects = dict(agents.EFFECTS)
     assert trace, "the agent reached no fault point"
-    assert {p.phase for p in trace} >= {Phase.BEFORE_CALL, Phase.AFTER_EFFECT, Phase.AFTER_RECORD,
-                                        Phase.BEFORE_COMPLETE, Phase.AFTER_COMPLETE, Phase.CHECKPOINT}
+    assert {p.phase for p in trace} >= {
+        Phase.BEFORE_CALL,
+        Phase.AFTER_EFFECT,
+        Phase.AFTER_RECORD,
+        Phase.BEFORE_COMPLETE,
+        Phase.AFTER_COMPLETE,
+        Phase.CHECKPOINT,
+    }
     for point in trace:
         agents.reset()
         agents.WithReconciler.RECONCILED.clear()
@@ -68,8 +75,11 @@ def test_crash_at_every_fault_point_recovers_to_the_crash_free_result(
         assert result.memory == baseline.memory, where
         assert len({(e.key, e.seq, e.action, id(e)) for e in result.emitted}) == len(baseline.emitted), where
         crash_at = injector.trace.index(point)
-        recorded = {f"{p.key}/{p.seq}/{p.action}/{p.call_index}" for p in injector.trace[:crash_at]
-                    if p.phase is Phase.AFTER_RECORD}
+        recorded = {
+            f"{p.key}/{p.seq}/{p.action}/{p.call_index}"
+            for p in injector.trace[:crash_at]
+            if p.phase is Phase.AFTER_RECORD
+        }
         for call_id, count in agents.EFFECTS.items():
             extra = count - clean_effects[call_id]
             if call_id in recorded or agent is agents.WithReconciler:

@@ -42,8 +42,9 @@ def broken(x: int) -> int:
     raise TypeError("not transient")
 
 
-POLICY = RetryPolicy(max_attempts=4, backoff=Backoff(initial=1.0, multiplier=2.0, jitter=0.0),
-                     retry_on=(ConnectionError,))
+POLICY = RetryPolicy(
+    max_attempts=4, backoff=Backoff(initial=1.0, multiplier=2.0, jitter=0.0), retry_on=(ConnectionError,)
+)
 
 
 class Retrying(Agent):
@@ -61,8 +62,9 @@ def run(inputs: Any, failures: int, crash: CrashAt | None = None) -> tuple[Any, 
     ATTEMPTS.clear()
     FAILURES["left"] = failures
     clock = VirtualClock()
-    result = Runner(Retrying, InMemoryStore(), clock=clock,
-                    injector=FaultInjector([crash] if crash else [])).run([("k", inputs)])
+    result = Runner(Retrying, InMemoryStore(), clock=clock, injector=FaultInjector([crash] if crash else [])).run(
+        [("k", inputs)]
+    )
     return result, clock
 
 
@@ -261,8 +263,7 @@ def test_backoff_is_capped_at_any_attempt_and_the_real_exception_is_recorded() -
     assert Backoff(jitter=0.0).delay(10**6) == 30.0
     ATTEMPTS.clear()
     FAILURES["left"] = 10**6
-    many = RetryPolicy(max_attempts=1100, backoff=Backoff(initial=0.001, jitter=0.0),
-                       retry_on=(ConnectionError,))
+    many = RetryPolicy(max_attempts=1100, backoff=Backoff(initial=0.001, jitter=0.0), retry_on=(ConnectionError,))
 
     class Stubborn(Agent):
         @action(InputEvent)

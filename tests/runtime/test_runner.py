@@ -119,8 +119,12 @@ def test_checkpoint_prunes_finished_states_and_failover_restores_it() -> None:
     a failover restores the checkpoint and replays only the inputs after it."""
     agents.reset()
     store = InMemoryStore()
-    runner = Runner(agents.ThreeCalls, store, checkpoint_every=2,
-                    injector=FaultInjector([CrashAt(Phase.AFTER_RECORD, seq=1, key="b")]))
+    runner = Runner(
+        agents.ThreeCalls,
+        store,
+        checkpoint_every=2,
+        injector=FaultInjector([CrashAt(Phase.AFTER_RECORD, seq=1, key="b")]),
+    )
     result = runner.run([("a", 1), ("b", 1), ("a", 2), ("b", 2)])
     assert result.failovers == 1
     cp = runner.checkpoints[0]
@@ -166,8 +170,9 @@ class ThreeCallsOnALoop(Agent):
         agents.ThreeCalls.work(event, ctx)
 
 
-@pytest.mark.parametrize("crash", [CrashAt(Phase.AFTER_EFFECT, key="a", call_index=1),
-                                   CrashAt(Phase.BEFORE_COMPLETE, key="b")])
+@pytest.mark.parametrize(
+    "crash", [CrashAt(Phase.AFTER_EFFECT, key="a", call_index=1), CrashAt(Phase.BEFORE_COMPLETE, key="b")]
+)
 def test_synchronous_agents_run_in_the_order_the_event_loop_gives(crash: CrashAt) -> None:
     """RUN-10: without an event loop, a synchronous agent reaches the same fault points in the same order
     as on the loop: every key of the segment runs to its end even after another key crashed."""

@@ -72,6 +72,7 @@ def only_entry_calls(store: InMemoryStore) -> list[CallResult]:
 
 # -- BAT-4: a durable call after a batch takes the index after the batch's last slot ----------------------
 
+
 class BatchThenCall(Agent):
     config: ClassVar[dict[str, Any]] = {"tool-call.parallelism": 2}
 
@@ -87,8 +88,7 @@ class BatchThenCall(Agent):
 def test_a_call_after_a_batch_takes_the_index_after_the_batch(crash: CrashAt | None) -> None:
     """BAT-4: the index advances by the batch size, so the next call is slot 2 and, on recovery, all
     three records replay without a mismatch or a second effect."""
-    result = Runner(BatchThenCall, InMemoryStore(), injector=FaultInjector([crash] if crash else [])).run(
-        [("k", 0)])
+    result = Runner(BatchThenCall, InMemoryStore(), injector=FaultInjector([crash] if crash else [])).run([("k", 0)])
     assert result.outputs == {"k": [[10, 20, 30]]}
     step_three = [e for e in result.journal if e.args_digest == args_digest((3,), {})]
     assert {e.call_id.call_index for e in step_three} == {2}
@@ -138,6 +138,7 @@ def test_the_reconciler_switch_also_governs_batches(reconcilers: bool) -> None:
 
 # -- DE-3 after DE-7: a mismatch on a reconcilable call reserves the slot before the function runs -------
 
+
 def other(i: int) -> int:
     return i
 
@@ -168,6 +169,7 @@ def test_a_mismatched_slot_is_reserved_pending_before_the_function_runs(path: st
 
 # -- DE-11: a misuse of the runtime inside a durable function is raised, never recorded --------------------
 
+
 def misuse() -> None:
     check_action_access(None, "memory access")  # what ctx.short_term_memory does inside a durable call
 
@@ -178,12 +180,18 @@ async def misuse_async() -> None:
 
 @pytest.mark.parametrize(
     ("path", "reconciler", "left"),
-    [("sync", None, []), ("sync", lambda: 0, [CallStatus.PENDING]), ("pool", None, []),
-     ("coroutine", None, []), ("coroutine", lambda: 0, [CallStatus.PENDING])],
+    [
+        ("sync", None, []),
+        ("sync", lambda: 0, [CallStatus.PENDING]),
+        ("pool", None, []),
+        ("coroutine", None, []),
+        ("coroutine", lambda: 0, [CallStatus.PENDING]),
+    ],
     ids=["sync", "sync-reconcilable", "pool", "coroutine", "coroutine-reconcilable"],
 )
-def test_misuse_inside_a_durable_function_is_not_recorded_as_its_outcome(path: str, reconciler: Any,
-                                                                          left: list[CallStatus]) -> None:
+def test_misuse_inside_a_durable_function_is_not_recorded_as_its_outcome(
+    path: str, reconciler: Any, left: list[CallStatus]
+) -> None:
     """DE-11: the MemoryAccessError propagates and the store holds no FAILED record for the call (only
     the PENDING reservation of a reconcilable call), so a fixed action runs it for real."""
     store = InMemoryStore()
@@ -271,13 +279,15 @@ def test_a_batch_slot_finished_but_unrecorded_at_a_crash_runs_once_more_and_noth
 
 # -- DE-10: decode errors carry the validation digest --------------------------------------------------------
 
+
 def test_decode_errors_name_the_validation_digest_and_the_location() -> None:
     """DE-10: besides key, seq, action and call index, the error names the record's function id and
     args digest, as attributes and in its message; nothing runs and nothing is deleted."""
     store = InMemoryStore()
     fid, digest = function_id(agents.step), args_digest((1,), {})
-    store.put(REF, ActionState(task_event=REF.event,
-                               call_results=[CallResult.succeeded(fid, digest, b"\x80\x05garbage")]))
+    store.put(
+        REF, ActionState(task_event=REF.event, call_results=[CallResult.succeeded(fid, digest, b"\x80\x05garbage")])
+    )
     with pytest.raises(PayloadDecodeError) as info:
         execution(store).execute(agents.step, (1,), {})
     err = info.value
@@ -292,13 +302,17 @@ def test_decode_errors_in_a_batch_name_the_slot_and_its_digest() -> None:
     store = InMemoryStore()
     ex = execution(store)
     fid, digest = function_id(agents.step), args_digest((2,), {})
-    ex.write(0, [CallResult.succeeded(function_id(agents.step), args_digest((1,), {}), None),
-                 CallResult.failed(fid, digest, b"not a pickle")])
+    ex.write(
+        0,
+        [
+            CallResult.succeeded(function_id(agents.step), args_digest((1,), {}), None),
+            CallResult.failed(fid, digest, b"not a pickle"),
+        ],
+    )
     from reference_runtime.batch import run_batch
 
     with pytest.raises(PayloadDecodeError) as info:
-        asyncio.run(run_batch(execution(store), [DurableCall(agents.step, (1,)), DurableCall(agents.step, (2,))],
-                              {}))
+        asyncio.run(run_batch(execution(store), [DurableCall(agents.step, (1,)), DurableCall(agents.step, (2,))], {}))
     assert (info.value.call_index, info.value.function_id, info.value.args_digest) == (1, fid, digest)
     assert not agents.EFFECTS
 
@@ -308,8 +322,9 @@ def test_a_failed_record_without_an_exception_payload_fails_fast() -> None:
     digest, not replayed as a success."""
     store = InMemoryStore()
     fid, digest = function_id(agents.step), args_digest((1,), {})
-    store.put(REF, ActionState(task_event=REF.event,
-                               call_results=[CallResult(fid, digest, None, None, CallStatus.FAILED)]))
+    store.put(
+        REF, ActionState(task_event=REF.event, call_results=[CallResult(fid, digest, None, None, CallStatus.FAILED)])
+    )
     with pytest.raises(PayloadDecodeError, match="FAILED but has no exception payload") as info:
         execution(store).execute(agents.step, (1,), {})
     assert (info.value.call_index, info.value.args_digest) == (0, digest)
@@ -318,6 +333,7 @@ def test_a_failed_record_without_an_exception_payload_fails_fast() -> None:
 
 
 # -- the execution's own view of the records -----------------------------------------------------------------
+
 
 def test_the_executions_records_equal_the_stores_after_every_write(caplog: pytest.LogCaptureFixture) -> None:
     """DE-4, STORE-5: appends, in-place finalizations and truncations keep the execution's records equal
@@ -348,8 +364,14 @@ def test_outcome_reports_success_and_failure() -> None:
 
 # -- batch input checks, the reservation and the journal -----------------------------------------------------
 
-@pytest.mark.parametrize(("config", "match"), [({"tool-call.parallelism": "many"}, "'tool-call.parallelism'"),
-                                               ({"tool-call.batch.timeout.ms": None}, "'tool-call.batch.timeout.ms'")])
+
+@pytest.mark.parametrize(
+    ("config", "match"),
+    [
+        ({"tool-call.parallelism": "many"}, "'tool-call.parallelism'"),
+        ({"tool-call.batch.timeout.ms": None}, "'tool-call.batch.timeout.ms'"),
+    ],
+)
 def test_a_bad_batch_setting_is_one_clear_error(config: dict[str, Any], match: str) -> None:
     """BAT-3, BAT-6: a batch setting that is not an integer is refused with the key and the value."""
     from reference_runtime.batch import run_batch
@@ -376,13 +398,19 @@ def test_the_reservation_never_overwrites_a_finished_slot() -> None:
 
     store = InMemoryStore()
     ex = execution(store)
-    ex.write(0, [CallResult.pending(function_id(agents.step), args_digest((1,), {})), ex.encode(
-        function_id(agents.step), args_digest((2,), {}), Outcome.success(20), 1)])
+    ex.write(
+        0,
+        [
+            CallResult.pending(function_id(agents.step), args_digest((1,), {})),
+            ex.encode(function_id(agents.step), args_digest((2,), {}), Outcome.success(20), 1),
+        ],
+    )
     calls = [DurableCall(agents.step, (i,)) for i in (1, 2, 3)]
     outcomes = asyncio.run(run_batch(execution(store), calls, {"tool-call.parallelism": 1}))
     assert [o.value for o in outcomes] == [10, 20, 30]
     assert [(r.args_digest, r.status) for r in stored(store)] == [
-        (args_digest((i,), {}), CallStatus.SUCCEEDED) for i in (1, 2, 3)]
+        (args_digest((i,), {}), CallStatus.SUCCEEDED) for i in (1, 2, 3)
+    ]
     assert sorted(agents.EFFECTS) == ["user-1/4/work/0", "user-1/4/work/2"]
 
 
@@ -392,8 +420,11 @@ class JournaledBatch(Agent):
     @action(InputEvent)
     @staticmethod
     async def work(event: Event, ctx: RunnerContext) -> None:
-        calls = [DurableCall(agents.step, (1,)), DurableCall(agents.fail_once, (2,)),
-                 DurableCall(agents.step, (3,), reconciler=reconcile_for(3))]
+        calls = [
+            DurableCall(agents.step, (1,)),
+            DurableCall(agents.fail_once, (2,)),
+            DurableCall(agents.step, (3,), reconciler=reconcile_for(3)),
+        ]
         await ctx.durable_execute_all_async(calls)
 
 
@@ -404,12 +435,17 @@ def test_a_batch_journals_every_slot_with_its_source_and_outcome_kind() -> None:
     result = Runner(JournaledBatch, InMemoryStore(), injector=injector).run([("k", 0)])
     entries = [(e.attempt, e.call_id.call_index, e.source, e.outcome) for e in result.journal]
     assert entries == [
-        (0, 0, "executed", "ok"), (0, 1, "executed", "error"), (0, 2, "executed", "ok"),
-        (1, 0, "replayed", "ok"), (1, 1, "replayed", "error"), (1, 2, "reconciled", "ok"),
+        (0, 0, "executed", "ok"),
+        (0, 1, "executed", "error"),
+        (0, 2, "executed", "ok"),
+        (1, 0, "replayed", "ok"),
+        (1, 1, "replayed", "error"),
+        (1, 2, "reconciled", "ok"),
     ]
 
 
 # -- the asynchronous path: reconcile, replay without writing, journal kinds -------------------------------
+
 
 class AsyncReconciled(Agent):
     @action(InputEvent)
@@ -431,11 +467,15 @@ def test_the_async_path_reconciles_a_pending_slot_and_replays_without_writing() 
     assert RECONCILED == [1]
     assert sorted(agents.EFFECTS.values()) == [1, 1]  # step ran once (then reconciled), fail_once once
     entries = [(e.attempt, e.call_id.call_index, e.source, e.outcome) for e in result.journal]
-    assert entries == [(0, 0, "executed", "ok"),
-                       (1, 0, "reconciled", "ok"), (1, 1, "executed", "error"),
-                       (2, 0, "replayed", "ok"), (2, 1, "replayed", "error")]
+    assert entries == [
+        (0, 0, "executed", "ok"),
+        (1, 0, "reconciled", "ok"),
+        (1, 1, "executed", "error"),
+        (2, 0, "replayed", "ok"),
+        (2, 1, "replayed", "error"),
+    ]
     second_crash = injector.trace.index(injector.fired[1])
-    after = [p.phase for p in injector.trace[second_crash + 1:] if p.call_index is not None]
+    after = [p.phase for p in injector.trace[second_crash + 1 :] if p.call_index is not None]
     assert after == [Phase.BEFORE_CALL, Phase.BEFORE_CALL], "replayed calls write nothing"
 
 
@@ -444,7 +484,9 @@ def test_the_sync_path_replays_without_writing_and_journals_outcome_kinds() -> N
     injector = FaultInjector([CrashAt(Phase.BEFORE_COMPLETE)])
     result = Runner(agents.Failing, InMemoryStore(), injector=injector).run([("k", 1)])
     assert result.outputs == {"k": ["caught boom 1"]}
-    assert [(e.attempt, e.source, e.outcome) for e in result.journal] == [(0, "executed", "error"),
-                                                                          (1, "replayed", "error")]
+    assert [(e.attempt, e.source, e.outcome) for e in result.journal] == [
+        (0, "executed", "error"),
+        (1, "replayed", "error"),
+    ]
     crash = injector.trace.index(injector.fired[0])
-    assert [p.phase for p in injector.trace[crash + 1:] if p.call_index is not None] == [Phase.BEFORE_CALL]
+    assert [p.phase for p in injector.trace[crash + 1 :] if p.call_index is not None] == [Phase.BEFORE_CALL]

@@ -165,8 +165,12 @@ def test_runner_on_sqlite_reopened_after_crash(tmp_path: Path) -> None:
     from reference_runtime import CrashAt, FaultInjector, Phase
 
     db = tmp_path / "r.db"
-    runner = Runner(agents.ThreeCalls, SqliteStore(db), reopen_store=lambda: SqliteStore(db),
-                    injector=FaultInjector([CrashAt(Phase.AFTER_RECORD, call_index=1)]))
+    runner = Runner(
+        agents.ThreeCalls,
+        SqliteStore(db),
+        reopen_store=lambda: SqliteStore(db),
+        injector=FaultInjector([CrashAt(Phase.AFTER_RECORD, call_index=1)]),
+    )
     result = runner.run([("k", 1)])
     assert result.outputs == {"k": [60]} and result.failovers == 1
     assert sum(agents.EFFECTS.values()) == 3

@@ -96,6 +96,7 @@ def test_durable_execute_runs_synchronously_in_the_actions_thread(agent: type[Ag
 
 # -- TOOL-3: with tool-call.async or tool-call.parallel off, one tool at a time --------------------------------
 
+
 class Tools(Agent):
     tools: ClassVar[dict[str, Any]] = {"meet": meet}
     config: ClassVar[dict[str, Any]] = {"tool-call.parallelism": 4}
@@ -106,8 +107,11 @@ class Tools(Agent):
     def ask(event: Event, ctx: RunnerContext) -> None:
         Tools.RUNNER_THREAD[:] = [threading.get_ident()]
         n = event.attributes["input"]
-        ctx.send_event(ToolRequestEvent("m", [
-            {"id": f"c{i}", "function": {"name": "meet", "arguments": {"i": i}}} for i in range(n)]))
+        ctx.send_event(
+            ToolRequestEvent(
+                "m", [{"id": f"c{i}", "function": {"name": "meet", "arguments": {"i": i}}} for i in range(n)]
+            )
+        )
 
     @action(ToolResponseEvent)
     @staticmethod
@@ -117,14 +121,17 @@ class Tools(Agent):
 
 @pytest.mark.parametrize(
     ("config", "serial", "on_runner_thread"),
-    [({}, False, False),
-     ({"tool-call.async": False}, True, True),
-     ({"tool-call.parallel": False}, True, False),
-     ({"tool-call.async": "false", "tool-call.parallel": False}, True, True)],
+    [
+        ({}, False, False),
+        ({"tool-call.async": False}, True, True),
+        ({"tool-call.parallel": False}, True, False),
+        ({"tool-call.async": "false", "tool-call.parallel": False}, True, True),
+    ],
     ids=["default-parallel", "async-off", "parallel-off", "both-off"],
 )
 def test_tool_flags_decide_between_one_parallel_batch_and_one_tool_at_a_time(
-        config: dict[str, Any], serial: bool, on_runner_thread: bool) -> None:
+    config: dict[str, Any], serial: bool, on_runner_thread: bool
+) -> None:
     """TOOL-3: by default the tools of a request run side by side on the pool; with ``tool-call.async``
     off they run one at a time on the runner's thread, with ``tool-call.parallel`` off one at a time on
     the pool. Observed from inside the tools, not from call indexes."""
@@ -137,6 +144,7 @@ def test_tool_flags_decide_between_one_parallel_batch_and_one_tool_at_a_time(
 
 
 # -- BAT-3 default and RUN-17: tool-call.parallelism defaults to the CPU count; num-async-threads sizes the pool
+
 
 class Batch(Agent):
     @action(InputEvent)
@@ -157,22 +165,24 @@ def test_parallelism_defaults_to_the_cpu_count(monkeypatch: pytest.MonkeyPatch, 
     assert STATE["max"] == cpus
 
 
-@pytest.mark.parametrize(("options", "threads"), [({"config": {"num-async-threads": 2}}, 2),
-                                                  ({"async_threads": 3, "config": {"num-async-threads": 2}}, 3)],
-                         ids=["config", "constructor-wins"])
+@pytest.mark.parametrize(
+    ("options", "threads"),
+    [({"config": {"num-async-threads": 2}}, 2), ({"async_threads": 3, "config": {"num-async-threads": 2}}, 3)],
+    ids=["config", "constructor-wins"],
+)
 def test_num_async_threads_sizes_the_pool_that_caps_a_batch(options: dict[str, Any], threads: int) -> None:
     """RUN-17: the async pool has ``num-async-threads`` threads (``Runner(async_threads=...)`` overrides
     it), so a batch allowed 4 at once runs only that many, on that many threads."""
     reset(target=threads, timeout=10.0, linger=0.2)
     config = {"tool-call.parallelism": 4, **options["config"]}
-    result = Runner(Batch, InMemoryStore(), config=config, async_threads=options.get("async_threads")).run(
-        [("k", 4)])
+    result = Runner(Batch, InMemoryStore(), config=config, async_threads=options.get("async_threads")).run([("k", 4)])
     assert result.outputs == {"k": [[0, 1, 2, 3]]}
     assert STATE["max"] == threads
     assert len(set(STATE["threads"])) <= threads
 
 
 # -- TOOL-5: chat.async ----------------------------------------------------------------------------------------
+
 
 class ThreadModel:
     """A chat model that answers at once and remembers on which thread it was asked."""
@@ -204,9 +214,11 @@ class Chat(Agent):
         ctx.send_event(OutputEvent(event.attributes["response"]))
 
 
-@pytest.mark.parametrize(("config", "on_pool"), [({}, True), ({"chat.async": True}, True),
-                                                 ({"chat.async": False}, False), ({"chat.async": "false"}, False)],
-                         ids=["default", "on", "off", "off-as-string"])
+@pytest.mark.parametrize(
+    ("config", "on_pool"),
+    [({}, True), ({"chat.async": True}, True), ({"chat.async": False}, False), ({"chat.async": "false"}, False)],
+    ids=["default", "on", "off", "off-as-string"],
+)
 def test_chat_async_decides_where_the_model_is_asked(config: dict[str, Any], on_pool: bool) -> None:
     """TOOL-5: with ``chat.async`` on (the default) the model is asked through ``durable_execute_async``
     on the async pool; off, through ``durable_execute`` on the runner's thread. The answer is the same

@@ -51,11 +51,15 @@ class ScriptedModel:
         turn = sum(1 for m in messages if m.get("role") == "assistant")
         self.asked[turn] += 1
         if turn == 0:
-            return {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "t1", "function": {"name": "add", "arguments": {"a": 1, "b": 2}}},
-                {"id": "t2", "function": {"name": "shout", "arguments": '{"text": "hi"}'}},
-                {"id": "t3", "function": {"name": "no_such_tool", "arguments": {}}},
-            ]}
+            return {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "t1", "function": {"name": "add", "arguments": {"a": 1, "b": 2}}},
+                    {"id": "t2", "function": {"name": "shout", "arguments": '{"text": "hi"}'}},
+                    {"id": "t3", "function": {"name": "no_such_tool", "arguments": {}}},
+                ],
+            }
         tool_text = ",".join(f"{m['tool_call_id']}={m['content']}" for m in messages if m.get("role") == "tool")
         return {"role": "assistant", "content": f"answer#{next(self.counter)} [{tool_text}]"}
 
@@ -130,8 +134,7 @@ def _selectors(trace: list[FaultPoint]) -> list[tuple[FaultPoint, int]]:
 POINTS = _selectors(crash_free()[1])
 
 
-@pytest.mark.parametrize(("point", "nth"), POINTS,
-                         ids=[p.describe() + (f" #{n}" if n > 1 else "") for p, n in POINTS])
+@pytest.mark.parametrize(("point", "nth"), POINTS, ids=[p.describe() + (f" #{n}" if n > 1 else "") for p, n in POINTS])
 def test_recovery_never_asks_a_recorded_question_again(point: FaultPoint, nth: int) -> None:
     """TOOL-4, REC-3, REC-5: whatever the crash point, a question or tool call whose record was persisted
     before the crash does not run again; one that ran without its record landing (parallel tools: a
@@ -185,8 +188,11 @@ class SharingModel:
         if any(m.get("role") == "tool" for m in messages):
             return {"role": "assistant", "content": "done"}
         shared = "".join(["ec", "ho"])
-        return {"role": "assistant", "content": None,
-                "tool_calls": [{"id": "e1", "function": {"name": "echo", "arguments": {"a": shared, "b": shared}}}]}
+        return {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "e1", "function": {"name": "echo", "arguments": {"a": shared, "b": shared}}}],
+        }
 
 
 class SharedArgs(Agent):

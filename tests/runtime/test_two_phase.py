@@ -40,8 +40,7 @@ VISIBLE: Counter[str] = Counter()
 class Payment:
     """commit returns a receipt that differs from prepare's token, so a wrong result is visible."""
 
-    def __init__(self, amount: int, *, fail_commit: bool = False, fail_abort: bool = False,
-                 result: Any = None) -> None:
+    def __init__(self, amount: int, *, fail_commit: bool = False, fail_abort: bool = False, result: Any = None) -> None:
         self.amount = amount
         self.fail_commit = fail_commit
         self.fail_abort = fail_abort
@@ -108,8 +107,9 @@ def agent(make: Any, **options: Any) -> type[Agent]:
                 ctx.send_event(OutputEvent(ctx.durable_execute(make(), **options)))
             except RuntimeError as exc:
                 notes = getattr(exc, "__notes__", [])
-                ctx.send_event(OutputEvent(f"failed: {exc}; abort_error={getattr(exc, 'abort_error', None)!r}; "
-                                           f"{notes}"))
+                ctx.send_event(
+                    OutputEvent(f"failed: {exc}; abort_error={getattr(exc, 'abort_error', None)!r}; {notes}")
+                )
 
     return Paying
 
@@ -128,8 +128,9 @@ def run(agent_cls: type[Agent], *crashes: CrashAt, store: InMemoryStore | None =
     STATE.clear()
     CALLS.clear()
     VISIBLE.clear()
-    return Runner(agent_cls, InMemoryStore() if store is None else store, injector=FaultInjector(list(crashes)),
-                  **options).run([("k", 5)])
+    return Runner(
+        agent_cls, InMemoryStore() if store is None else store, injector=FaultInjector(list(crashes)), **options
+    ).run([("k", 5)])
 
 
 @pytest.mark.parametrize("op", [CheckedPayment, Payment])
@@ -263,8 +264,11 @@ def test_the_async_path_keeps_the_same_promises() -> None:
     assert crashed.outputs == {"k": ["receipt:txn:k/0/pay/0"]} and list(VISIBLE.values()) == [5]
     locked = run(async_agent(lambda: HandlePayment(5)), CrashAt(Phase.AFTER_RECORD, call_index=0), mismatch="strict")
     assert locked.outputs == {"k": ["receipt:txn:k/0/pay/0"]} and CALLS["prepare"] == 1
-    run(async_agent(lambda: CheckedPayment(5)), CrashAt(Phase.AFTER_EFFECT, call_index=1),
-        config={"durable-execution.reconcilers": False})
+    run(
+        async_agent(lambda: CheckedPayment(5)),
+        CrashAt(Phase.AFTER_EFFECT, call_index=1),
+        config={"durable-execution.reconcilers": False},
+    )
     assert CALLS["is_committed"] == 0 and CALLS["commit"] == 2
     failed = run(async_agent(lambda: Payment(5, fail_commit=True, fail_abort=True)))
     assert failed.outputs == {"k": ["failed: participant refused; abort_error=ValueError('abort lost the connection')"]}

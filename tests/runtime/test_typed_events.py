@@ -40,8 +40,12 @@ def test_a_skipped_action_re_emits_its_events_with_their_classes(kind: str, tmp_
 
 def test_stored_events_come_back_with_class_and_fields() -> None:
     """EVT-1: the native encoding gives back the same class, attributes, id and instance fields."""
-    events: list[Event] = [Priced("book", 40), ToolResponseEvent("r", {"a": 1}), InputEvent({"x": [1]}),
-                           Event("plain", {"v": 1})]
+    events: list[Event] = [
+        Priced("book", 40),
+        ToolResponseEvent("r", {"a": 1}),
+        InputEvent({"x": [1]}),
+        Event("plain", {"v": 1}),
+    ]
     state = ActionState(task_event=events[2], output_events=events)
     back = decode_state(encode_state(state), _loc())
     for original, restored in zip(events, back.output_events, strict=True):
@@ -64,15 +68,18 @@ def _with_class(path: str) -> bytes:
     return json.dumps(doc).encode()
 
 
-@pytest.mark.parametrize("path, reason", [
-    ("tests.runtime.no_such_module:Priced", "cannot be imported"),
-    ("tests.runtime.typed_event_agent:Gone", "cannot be imported"),
-    ("os:system", "not an Event class"),
-    ("subprocess:Popen", "not an Event class"),
-    ("tests.runtime.typed_event_agent:lookup", "not an Event class"),
-    ("not a path", "not a class path"),
-    ("antigravity:Event", "never loads a new package"),
-])
+@pytest.mark.parametrize(
+    "path, reason",
+    [
+        ("tests.runtime.no_such_module:Priced", "cannot be imported"),
+        ("tests.runtime.typed_event_agent:Gone", "cannot be imported"),
+        ("os:system", "not an Event class"),
+        ("subprocess:Popen", "not an Event class"),
+        ("tests.runtime.typed_event_agent:lookup", "not an Event class"),
+        ("not a path", "not a class path"),
+        ("antigravity:Event", "never loads a new package"),
+    ],
+)
 def test_a_stored_event_class_that_cannot_be_rebuilt_is_a_located_error(path: str, reason: str) -> None:
     """EVT-2, EVT-3: an unimportable class, or a record naming something that is not an Event class
     (a hostile record), fails with the key, seq and action, and nothing named is ever called."""

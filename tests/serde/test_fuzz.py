@@ -22,7 +22,8 @@ from reference_runtime.stores.native import decode_call_result, decode_state
 from tests.vectors import cases
 
 SEEDS_JSON = [c["json"].encode("utf-8") for c in cases("actionstate_serialize.jsonl")] + [
-    c["json"].encode("utf-8") for c in cases("legacy_020.jsonl")]
+    c["json"].encode("utf-8") for c in cases("legacy_020.jsonl")
+]
 SEEDS_KRYO = [base64.b64decode(c["payload_b64"]) for c in cases("kryo_values.jsonl")]
 LOC = Location("k", 3, "act", 1)
 

@@ -24,8 +24,12 @@ def _round_trip(events: list[Event]) -> list[Event]:
 def test_user_and_builtin_event_classes_come_back() -> None:
     """EVT-1/WIRE-9: a user class and its instance fields travel in one reserved attribute; built-ins and
     plain events need none, so their bytes stay what Flink Agents writes."""
-    sent = [CheckedEvent(7), ToolResponseEvent("req", {"t": 1}, success={"t": True}), OutputEvent("o"),
-            Event("plain", {"p": 1})]
+    sent = [
+        CheckedEvent(7),
+        ToolResponseEvent("req", {"t": 1}, success={"t": True}),
+        OutputEvent("o"),
+        Event("plain", {"p": 1}),
+    ]
     got = _round_trip(sent)
     assert [type(e) for e in got] == [type(e) for e in sent]
     assert isinstance(got[0], CheckedEvent) and got[0].value == 7 and got[0].note == "v7"
@@ -34,8 +38,10 @@ def test_user_and_builtin_event_classes_come_back() -> None:
     assert PY_CLASS_ATTRIBUTE.encode() not in serialize(plain)
 
 
-@pytest.mark.parametrize("recorded", [{"class": "os:system", "fields": {}}, {"class": 3}, "x",
-                                      {"class": "no.such.module:Event", "fields": {}}])
+@pytest.mark.parametrize(
+    "recorded",
+    [{"class": "os:system", "fields": {}}, {"class": 3}, "x", {"class": "no.such.module:Event", "fields": {}}],
+)
 def test_a_record_naming_a_non_event_class_is_refused_with_its_location(recorded: object) -> None:
     """EVT-2/EVT-3: the reserved attribute never makes the reader call or import what it names."""
     state = ActionState(task_event=InputEvent(1), output_events=[Event("x", {PY_CLASS_ATTRIBUTE: recorded})])

@@ -36,9 +36,16 @@ def test_every_committed_vector_file_matches_its_recorded_sha256() -> None:
 def test_all_five_vector_files_and_the_captured_topic_are_committed() -> None:
     """DOC-2, SER-7: the five generated files and the captured 0.2.0 topic are all there."""
     names = set(recorded_checksums())
-    assert {"actionstate_serialize.jsonl", "actionstate_deserialize.jsonl", "kryo_values.jsonl", "state_keys.jsonl",
-            "legacy_020.jsonl", "captured/flink-agents-0.2.0-kafka-topic.jsonl", "README.md",
-            "captured/README.md"} <= names
+    assert {
+        "actionstate_serialize.jsonl",
+        "actionstate_deserialize.jsonl",
+        "kryo_values.jsonl",
+        "state_keys.jsonl",
+        "legacy_020.jsonl",
+        "captured/flink-agents-0.2.0-kafka-topic.jsonl",
+        "README.md",
+        "captured/README.md",
+    } <= names
 
 
 def test_no_test_reads_the_vectors_from_outside_the_repository() -> None:
@@ -46,7 +53,10 @@ def test_no_test_reads_the_vectors_from_outside_the_repository() -> None:
     root = Path(__file__).resolve().parents[2]
     assert COMMITTED.is_relative_to(root)
     sources = [p for p in (root / "tests").rglob("*.py")] + [p for p in (root / "conformance").rglob("*.py")]
-    offenders = [str(p.relative_to(root)) for p in sources
-                 if re.search(r"shared[/\"' ]+vectors|parents\[[3-9]\]", p.read_text(encoding="utf-8"))
-                 and p.resolve() != Path(__file__).resolve()]
+    offenders = [
+        str(p.relative_to(root))
+        for p in sources
+        if re.search(r"shared[/\"' ]+vectors|parents\[[3-9]\]", p.read_text(encoding="utf-8"))
+        and p.resolve() != Path(__file__).resolve()
+    ]
     assert not offenders, f"reads outside the repository: {offenders}"

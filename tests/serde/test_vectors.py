@@ -52,8 +52,14 @@ def test_kryo_payload_is_byte_exact(case: dict[str, Any]) -> None:
 
 def _event(form: dict[str, Any]) -> JavaEvent:
     raw = json.loads(form["fromJson"])
-    return JavaEvent(form.get("javaClass", EVENT), str(uuid.UUID(raw["id"])), raw.get("type"),
-                     raw.get("attributes") or {}, raw.get("upstreamEventId"), raw.get("upstreamActionName"))
+    return JavaEvent(
+        form.get("javaClass", EVENT),
+        str(uuid.UUID(raw["id"])),
+        raw.get("type"),
+        raw.get("attributes") or {},
+        raw.get("upstreamEventId"),
+        raw.get("upstreamActionName"),
+    )
 
 
 def _update(u: dict[str, Any]) -> JavaMemoryUpdate:
@@ -64,8 +70,9 @@ def _call(c: dict[str, Any]) -> JavaCallResult:
     def b(k: str) -> bytes | None:
         return None if c.get(k) is None else base64.b64decode(c[k])
 
-    return JavaCallResult(c["functionId"], c["argsDigest"], b("resultPayload_b64"), b("exceptionPayload_b64"),
-                          c["status"])
+    return JavaCallResult(
+        c["functionId"], c["argsDigest"], b("resultPayload_b64"), b("exceptionPayload_b64"), c["status"]
+    )
 
 
 @pytest.mark.parametrize("case", SER, ids=ids(SER))
@@ -118,7 +125,10 @@ def test_deserialize_verdicts_match_java(case: dict[str, Any]) -> None:
     for got, want in zip(runtime.call_results, case["callResults"] or [], strict=True):
         status = got.effective_status
         assert (status is CallStatus.SUCCEEDED, status is CallStatus.FAILED, status is CallStatus.PENDING) == (
-            want["isSuccess"], want["isFailure"], want["isPending"])
+            want["isSuccess"],
+            want["isFailure"],
+            want["isPending"],
+        )
     for got_u, want_u in zip(runtime.short_term_memory_updates, case["shortTermMemoryValues"] or [], strict=True):
         assert got_u.value == kryo.to_python(kryo.typed_from_vector(want_u["value"]))
 
@@ -149,9 +159,11 @@ def test_legacy_020_records(case: dict[str, Any]) -> None:
     legacy = read_legacy_020(data)
     rt = case["roundtrip_0_2_0"]
     assert [u.value for u in legacy.short_term_memory_updates] == [
-        kryo.to_python(kryo.typed_from_vector(v["value"])) for v in rt["shortTermMemoryValues"]]
+        kryo.to_python(kryo.typed_from_vector(v["value"])) for v in rt["shortTermMemoryValues"]
+    ]
     assert [(c.function_id, c.effective_status is CallStatus.SUCCEEDED) for c in legacy.call_results] == [
-        (c["functionId"], c["isSuccess"]) for c in rt["callResults"]]
+        (c["functionId"], c["isSuccess"]) for c in rt["callResults"]
+    ]
     assert legacy.task_event is not None and legacy.task_event.type == "_input_event"
 
 

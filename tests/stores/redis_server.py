@@ -25,8 +25,11 @@ def start_redis(timeout: float = 10.0) -> tuple[str, Callable[[], None]] | None:
             raise RuntimeError("redis-server is required (DURABLE_REQUIRE_SERVERS=1) but not on PATH")
         return None
     port = free_port()
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
     def stop() -> None:
         proc.terminate()

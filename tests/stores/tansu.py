@@ -76,9 +76,19 @@ def start_tansu() -> tuple[str, Callable[[], None]] | None:
         bootstrap = f"127.0.0.1:{port}"
         log = tempfile.TemporaryFile()  # noqa: SIM115 - outlives this function, closed by stop()
         proc = subprocess.Popen(
-            [str(binary), "broker", "--listener-url", f"tcp://{bootstrap}",
-             "--advertised-listener-url", f"tcp://{bootstrap}", "--storage-engine", "memory://tansu/"],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            [
+                str(binary),
+                "broker",
+                "--listener-url",
+                f"tcp://{bootstrap}",
+                "--advertised-listener-url",
+                f"tcp://{bootstrap}",
+                "--storage-engine",
+                "memory://tansu/",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + START_TIMEOUT
         admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
@@ -97,8 +107,10 @@ def start_tansu() -> tuple[str, Callable[[], None]] | None:
             return bootstrap, stop
         _stop(proc)
         log.seek(0)
-        last_error = RuntimeError(f"tansu exited or did not answer within {START_TIMEOUT}s: "
-                                  f"{log.read()[-2000:].decode(errors='replace')} ({last_error})")
+        last_error = RuntimeError(
+            f"tansu exited or did not answer within {START_TIMEOUT}s: "
+            f"{log.read()[-2000:].decode(errors='replace')} ({last_error})"
+        )
         log.close()
     _unavailable(str(last_error))
     return None

@@ -46,8 +46,11 @@ def private_redis() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     if binary is None:
         pytest.skip("redis-server is not installed")
     port = free_port()
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"redis://127.0.0.1:{port}/0"
     try:
         for _ in range(200):
@@ -65,8 +68,9 @@ def private_redis() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
 
 
 @pytest.mark.parametrize("how", ["kill", "pause"])
-def test_dead_or_stalled_redis_stops_the_run_with_one_error(private_redis: tuple[str, subprocess.Popen[bytes]],
-                                                           how: str) -> None:
+def test_dead_or_stalled_redis_stops_the_run_with_one_error(
+    private_redis: tuple[str, subprocess.Popen[bytes]], how: str
+) -> None:
     """FAIL-1/FAIL-2: the run stops at the first failed store operation, naming the store, the operation
     and the cause; no other key is driven after it."""
     url, proc = private_redis

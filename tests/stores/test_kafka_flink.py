@@ -72,7 +72,7 @@ def top_level_fields(value: bytes) -> dict[str, bytes]:
     while text[pos] != "}":
         name, pos = decoder.raw_decode(text, pos)
         _, end = decoder.raw_decode(text, pos + 1)
-        out[name] = text[pos + 1:end].encode("utf-8")
+        out[name] = text[pos + 1 : end].encode("utf-8")
         pos = end + (text[end] == ",")
     return out
 
@@ -95,8 +95,7 @@ JAVA_PARTITIONS = [
 
 
 @pytest.mark.parametrize(("key", "hash_code", "murmur", "p4", "p3"), JAVA_PARTITIONS)
-def test_partition_is_murmur_of_the_java_string_hash(key: str, hash_code: int, murmur: int, p4: int,
-                                                     p3: int) -> None:
+def test_partition_is_murmur_of_the_java_string_hash(key: str, hash_code: int, murmur: int, p4: int, p3: int) -> None:
     """WIRE-3: the partition is Flink's murmurHash of Java's String.hashCode of the business key."""
     assert java_string_hash(key) == hash_code
     assert murmur_hash(hash_code) == murmur
@@ -146,8 +145,13 @@ def test_every_serialize_vector_is_written_byte_exact_by_the_store(tansu: str) -
     try:
         expected: dict[str, bytes] = {}
         for n, case in enumerate(vectors):
-            r = StateRef(f"k{n}", 0, ActionRef("act", "m", "A.act", ("_input_event",)), InputEvent(n),
-                         f"k{n}_0_{uuid.UUID(int=n)}_{uuid.UUID(int=0)}")
+            r = StateRef(
+                f"k{n}",
+                0,
+                ActionRef("act", "m", "A.act", ("_input_event",)),
+                InputEvent(n),
+                f"k{n}_0_{uuid.UUID(int=n)}_{uuid.UUID(int=0)}",
+            )
             store.put(r, _runtime_state(case["input"], case["construction"]))
             expected[r.state_key] = case.get("jdk25_json", case["json"]).encode("utf-8")
         records = read_topic(tansu, store.topic)
@@ -160,9 +164,14 @@ def test_every_serialize_vector_is_written_byte_exact_by_the_store(tansu: str) -
 
 def _event(form: dict[str, Any]) -> Event:
     raw = json.loads(form["fromJson"])
-    return Event(raw["type"], raw.get("attributes") or {}, id=uuid.UUID(raw["id"]),
-                 java_class=form.get("javaClass", BASE_EVENT_CLASS),
-                 upstream_event_id=raw.get("upstreamEventId"), upstream_action_name=raw.get("upstreamActionName"))
+    return Event(
+        raw["type"],
+        raw.get("attributes") or {},
+        id=uuid.UUID(raw["id"]),
+        java_class=form.get("javaClass", BASE_EVENT_CLASS),
+        upstream_event_id=raw.get("upstreamEventId"),
+        upstream_action_name=raw.get("upstreamActionName"),
+    )
 
 
 def _runtime_state(i: dict[str, Any], construction: str) -> ActionState:
@@ -179,8 +188,16 @@ def _runtime_state(i: dict[str, Any], construction: str) -> ActionState:
         sensory_memory_updates=[update(u) for u in i["sensoryMemoryUpdates"]],
         short_term_memory_updates=[update(u) for u in i["shortTermMemoryUpdates"]],
         output_events=[_event(e) for e in i["outputEvents"]],
-        call_results=[CallResult(c["functionId"], c["argsDigest"], b(c, "resultPayload_b64"),
-                                 b(c, "exceptionPayload_b64"), CallStatus(c["status"])) for c in i["callResults"]],
+        call_results=[
+            CallResult(
+                c["functionId"],
+                c["argsDigest"],
+                b(c, "resultPayload_b64"),
+                b(c, "exceptionPayload_b64"),
+                CallStatus(c["status"]),
+            )
+            for c in i["callResults"]
+        ],
         completed=i["completed"],
     )
     if i["completed"] and construction == "incremental":
@@ -207,7 +224,9 @@ def test_round_trip_deltas_and_restart(tansu: str, store: FlinkAgentsKafkaStore)
     try:
         got = again.get(r)
         assert got is not None and [c.effective_status for c in got.call_results] == [
-            CallStatus.SUCCEEDED, CallStatus.FAILED]
+            CallStatus.SUCCEEDED,
+            CallStatus.FAILED,
+        ]
     finally:
         again.close()
 
@@ -257,8 +276,12 @@ def test_corrupt_record_names_its_state_and_deletes_nothing(tansu: str, store: F
     """STORE-9, WIRE-4: an unreadable value fails only its own state's read, naming key, seq and action."""
     good, bad = ref("g", 0), ref("b", 0)
     store.put(good, ActionState())
-    produce_raw(tansu, store.topic, [(bad.state_key, b'{"taskEvent":7}', partition_for("b", 4))],
-                headers=[("key", b"b"), ("seq", b"0"), ("action", b"work")])
+    produce_raw(
+        tansu,
+        store.topic,
+        [(bad.state_key, b'{"taskEvent":7}', partition_for("b", 4))],
+        headers=[("key", b"b"), ("seq", b"0"), ("action", b"work")],
+    )
     again = restart(store, [])
     try:
         with pytest.raises(CorruptRecordError, match=r"key='b'.*seq=0.*action='work'") as info:
@@ -270,31 +293,39 @@ def test_corrupt_record_names_its_state_and_deletes_nothing(tansu: str, store: F
         again.close()
 
 
-STATUSLESS = (b'{"taskEvent":null,"sensoryMemoryUpdates":[],"shortTermMemoryUpdates":[],"outputEvents":[],'
-              b'"callResults":[{"functionId":"f","argsDigest":"d","resultPayload":"AQ==","exceptionPayload":null},'
-              b'{"functionId":"g","argsDigest":"e","resultPayload":null,"exceptionPayload":"Ag==","status":null}],'
-              b'"completed":false}')
+STATUSLESS = (
+    b'{"taskEvent":null,"sensoryMemoryUpdates":[],"shortTermMemoryUpdates":[],"outputEvents":[],'
+    b'"callResults":[{"functionId":"f","argsDigest":"d","resultPayload":"AQ==","exceptionPayload":null},'
+    b'{"functionId":"g","argsDigest":"e","resultPayload":null,"exceptionPayload":"Ag==","status":null}],'
+    b'"completed":false}'
+)
 
 
-def test_status_less_records_follow_the_backward_compatibility_rule(tansu: str,
-                                                                   store: FlinkAgentsKafkaStore) -> None:
+def test_status_less_records_follow_the_backward_compatibility_rule(tansu: str, store: FlinkAgentsKafkaStore) -> None:
     """WIRE-4, SER-3: a record written before call results had a status reads as SUCCEEDED / FAILED by its
     exception payload, never PENDING; a later delta keeps those results as `"status":null`."""
     r = ref("old", 0)
-    produce_raw(tansu, store.topic, [(r.state_key, STATUSLESS, partition_for("old", 4))],
-                headers=[("key", b"old"), ("seq", b"0"), ("action", b"work")])
+    produce_raw(
+        tansu,
+        store.topic,
+        [(r.state_key, STATUSLESS, partition_for("old", 4))],
+        headers=[("key", b"old"), ("seq", b"0"), ("action", b"work")],
+    )
     again = restart(store, [])
     try:
         got = again.get(r)
         assert got is not None
         assert [(c.status, c.effective_status) for c in got.call_results] == [
-            (None, CallStatus.SUCCEEDED), (None, CallStatus.FAILED)]
+            (None, CallStatus.SUCCEEDED),
+            (None, CallStatus.FAILED),
+        ]
         assert decode_value(STATUSLESS)[1] == "0.3.0"
         again.put_call_results(r, 2, [CallResult.pending("h", "x")])
         value = [v for _p, _o, k, v in read_topic(tansu, again.topic) if k == r.state_key][-1]
         assert value is not None
-        assert value.startswith(STATUSLESS[:STATUSLESS.index(b'"exceptionPayload":null}')]
-                                + b'"exceptionPayload":null,"status":null},')
+        assert value.startswith(
+            STATUSLESS[: STATUSLESS.index(b'"exceptionPayload":null}')] + b'"exceptionPayload":null,"status":null},'
+        )
         assert b'"status":"PENDING"' in value
     finally:
         again.close()
@@ -316,9 +347,11 @@ _ANY_ACTION = ActionRef("count", "?", "?", ("_input_event",))
 
 
 def _produce_captured(bootstrap: str, topic: str, partitions: int) -> None:
-    produce_raw(bootstrap, topic, [
-        (rec["key"], rec["value_bytes"], partition_for(rec["key"].rsplit("_", 3)[0], partitions))
-        for rec in CAPTURED])
+    produce_raw(
+        bootstrap,
+        topic,
+        [(rec["key"], rec["value_bytes"], partition_for(rec["key"].rsplit("_", 3)[0], partitions)) for rec in CAPTURED],
+    )
 
 
 def _ref_of(state_key: str) -> StateRef:
@@ -344,9 +377,15 @@ def test_captured_real_records_read_through_the_store(tansu: str) -> None:
         assert [s.task_event.attributes["input"] for s in done if s.task_event] == ["a:1", "b:1", "a:2"]
         assert [s.task_event.type for s in done if s.task_event] == ["_input_event"] * 3
         assert [[(u.path, u.value) for u in s.short_term_memory_updates] for s in done] == [
-            [("n", 1)], [("n", 1)], [("n", 2)]]
+            [("n", 1)],
+            [("n", 1)],
+            [("n", 2)],
+        ]
         assert [[(e.type, e.attributes["output"]) for e in s.output_events] for s in done] == [
-            [("_output_event", "a:1#1")], [("_output_event", "b:1#1")], [("_output_event", "a:2#2")]]
+            [("_output_event", "a:1#1")],
+            [("_output_event", "b:1#1")],
+            [("_output_event", "a:2#2")],
+        ]
         assert [s.call_results for s in done] == [[], [], []]
         # The Python event's own id (inside its eventJsonStr) is kept; its pickle is never loaded.
         assert done[0].task_event is not None and str(done[0].task_event.id) == "13eb9e18-780a-319c-afef-cd1c02cd66ab"
@@ -403,14 +442,19 @@ def test_counter_agent_writes_what_the_real_job_wrote(tansu: str) -> None:
         assert (t_era, m_era) == ("0.2.0", "current")
         assert m_state.task_event is not None and t_state.task_event is not None
         assert (m_state.task_event.type, m_state.task_event.attributes) == (
-            t_state.task_event.type, t_state.task_event.attributes)
+            t_state.task_event.type,
+            t_state.task_event.attributes,
+        )
         assert [(u.path, u.value) for u in m_state.short_term_memory_updates] == [
-            (u.path, u.value) for u in t_state.short_term_memory_updates]
+            (u.path, u.value) for u in t_state.short_term_memory_updates
+        ]
         assert [(e.type, e.attributes) for e in m_state.output_events] == [
-            (e.type, e.attributes) for e in t_state.output_events]
+            (e.type, e.attributes) for e in t_state.output_events
+        ]
     # Memory n=1 is the Kryo envelope of java.lang.Long 1 now, plain JSON 1 in 0.2.0.
     assert top_level_fields(ours_in_offset_order[1][1])["shortTermMemoryUpdates"] == (
-        b'[{"path":"n","value":{"serde":"kryo","version":1,"payload":"CQI="}}]')
+        b'[{"path":"n","value":{"serde":"kryo","version":1,"payload":"CQI="}}]'
+    )
     assert top_level_fields(CAPTURED[1]["value_bytes"])["shortTermMemoryUpdates"] == b'[{"path":"n","value":1}]'
 
 
@@ -420,6 +464,7 @@ def _input_of(rec: dict[str, Any]) -> str:
 
 def _align(ours: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
     """Our records in the captured topic's offset order: (input, completed) pairs match one to one."""
+
     def tag(value: bytes) -> tuple[str, bool]:
         state, _ = decode_value(value)
         assert state.task_event is not None
@@ -466,8 +511,9 @@ def refuse(amount: int) -> int:
     raise ValueError(f"refused {amount}")
 
 
-def test_durable_call_payloads_are_enveloped_as_the_python_runtime_does(tansu: str,
-                                                                        store: FlinkAgentsKafkaStore) -> None:
+def test_durable_call_payloads_are_enveloped_as_the_python_runtime_does(
+    tansu: str, store: FlinkAgentsKafkaStore
+) -> None:
     """WIRE-2, PAY-1: a durable call's record carries `cloudpickle.dumps(result)` (or of the exception) as
     standard base64, function id `module.qualname`, the args digest, and an explicit status."""
     import cloudpickle
@@ -484,10 +530,13 @@ def test_durable_call_payloads_are_enveloped_as_the_python_runtime_does(tansu: s
     with pytest.raises(ValueError, match="refused 5"):
         ex.execute(refuse, (5,), {})
     calls = loads([v for _p, _o, k, v in read_topic(tansu, store.topic) if k == r.state_key][-1])["callResults"]
-    assert calls[0] == {"functionId": "reference_runtime.stores.kafka_flink_format.partition_for",
-                        "argsDigest": args_digest(("user-1", 4), {}),
-                        "resultPayload": base64.b64encode(cloudpickle.dumps(1)).decode(),
-                        "exceptionPayload": None, "status": "SUCCEEDED"}
+    assert calls[0] == {
+        "functionId": "reference_runtime.stores.kafka_flink_format.partition_for",
+        "argsDigest": args_digest(("user-1", 4), {}),
+        "resultPayload": base64.b64encode(cloudpickle.dumps(1)).decode(),
+        "exceptionPayload": None,
+        "status": "SUCCEEDED",
+    }
     assert calls[1]["functionId"] == f"{__name__}.refuse" and calls[1]["status"] == "FAILED"
     assert calls[1]["resultPayload"] is None
     replayed = CloudpickleCodec().decode_exception(base64.b64decode(calls[1]["exceptionPayload"]))

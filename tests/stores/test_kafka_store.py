@@ -64,9 +64,15 @@ def read_topic(bootstrap: str, topic: str) -> list[Record]:
     offset + 1 as the end, so watermarks from it cannot bound the read."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"raw-{uuid.uuid4()}",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                         "enable.partition.eof": True})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"raw-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "enable.partition.eof": True,
+        }
+    )
     try:
         md = consumer.list_topics(topic=topic, timeout=10)
         partitions = sorted(md.topics[topic].partitions)
@@ -92,8 +98,12 @@ def read_topic(bootstrap: str, topic: str) -> list[Record]:
         consumer.close()
 
 
-def produce_raw(bootstrap: str, topic: str, records: list[tuple[str, bytes | None, int]],
-                headers: list[tuple[str, bytes]] | None = None) -> None:
+def produce_raw(
+    bootstrap: str,
+    topic: str,
+    records: list[tuple[str, bytes | None, int]],
+    headers: list[tuple[str, bytes]] | None = None,
+) -> None:
     """Plant records on the topic behind the store's back."""
     from confluent_kafka import Producer
 
@@ -200,7 +210,9 @@ def test_restart_sees_states_and_call_results(store: Any) -> None:
         store = restart(store, markers)
         a, b = store.get(ref("a", 0)), store.get(ref("b", 1, OTHER))
         assert a is not None and [(c.function_id, c.effective_status.value) for c in a.call_results] == [
-            ("f", "SUCCEEDED"), ("g", "FAILED")]
+            ("f", "SUCCEEDED"),
+            ("g", "FAILED"),
+        ]
         assert b is not None and b.task_event is not None and b.task_event.attributes == {"input": "hi"}
         assert [(c.function_id, c.result_payload) for c in b.call_results] == [("h", b"ok")]
     store.close()
@@ -244,7 +256,8 @@ def test_prune_writes_tombstones_that_survive_restart(tansu: str, store: Any) ->
     assert sorted(tombstones) == sorted(
         [f"S|{ref('k', s).state_key}" for s in (0, 1)]
         + [f"C|{ref('k', s).state_key}|{i:08d}" for s in (0, 1) for i in (0, 1)]
-        + [f"T|{ref('k', 0).state_key}"])
+        + [f"T|{ref('k', 0).state_key}"]
+    )
     # The header's tombstone goes first: a crash after it leaves the state deleted, not torn.
     first = min(o for _p, o, key, value in records if value is None and key.startswith("C|"))
     assert all(o < first for _p, o, key, value in records if value is None and key.startswith("S|k|0"))
@@ -336,11 +349,23 @@ def test_marker_past_the_end_of_the_topic_is_refused(store: Any) -> None:
 # --- URLs and failures ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("url", [
-    "kafka://", "kafka://host", "kafka://host:9092", "kafka://host:9092/", "kafka://host:notaport/t",
-    "kafka://:9092/t", "kafka://host:9092/a/b", "kafka://host:9092/bad topic", "redis://host:9092/t",
-    "kafka://host:9092/t?partitions=0", "kafka://host:9092/t?colour=red", "kafka://host:99999/t",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "kafka://",
+        "kafka://host",
+        "kafka://host:9092",
+        "kafka://host:9092/",
+        "kafka://host:notaport/t",
+        "kafka://:9092/t",
+        "kafka://host:9092/a/b",
+        "kafka://host:9092/bad topic",
+        "redis://host:9092/t",
+        "kafka://host:9092/t?partitions=0",
+        "kafka://host:9092/t?colour=red",
+        "kafka://host:99999/t",
+    ],
+)
 def test_malformed_url_raises_store_url_error(url: str) -> None:
     """KSTORE-6: a malformed kafka:// URL raises StoreUrlError naming the URL, before any connection."""
     from reference_runtime.stores.kafka import KafkaStore
@@ -437,8 +462,12 @@ def test_corrupt_state_record_names_key_seq_action(tansu: str, store: Any, value
         from reference_runtime.stores.kafka import encode_frame
 
         value = encode_frame("bad", 7, "work", b"{not json", [])
-    produce_raw(tansu, store.topic, [(f"S|{bad.state_key}", value, part("bad"))],
-                headers=[("key", b"bad"), ("seq", b"7"), ("action", b"work")])
+    produce_raw(
+        tansu,
+        store.topic,
+        [(f"S|{bad.state_key}", value, part("bad"))],
+        headers=[("key", b"bad"), ("seq", b"7"), ("action", b"work")],
+    )
     store = restart(store)
     for _ in range(2):
         with pytest.raises(CorruptRecordError) as info:
@@ -465,8 +494,9 @@ def test_corrupt_call_record_names_the_call_index(tansu: str, store: Any) -> Non
     with pytest.raises(CorruptRecordError):
         store.get(r)
     # A gap in the call slots is corruption too.
-    produce_raw(tansu, store.topic, [(f"C|{r.state_key}|00000005", encode_call_result(CallResult.pending("x", "d")),
-                                      part("k"))])
+    produce_raw(
+        tansu, store.topic, [(f"C|{r.state_key}|00000005", encode_call_result(CallResult.pending("x", "d")), part("k"))]
+    )
     store = restart(store)
     with pytest.raises(CorruptRecordError, match="gap"):
         store.get(r)
@@ -503,8 +533,9 @@ class TestKafkaConformance(StoreConformance):
             again: ActionStateStore = open_store(tansu, store.topic)  # type: ignore[attr-defined]
             return again
 
-        return StoreFactory(new, reopen=reopen, capabilities={"core", "restart", "concurrent_writers"},
-                            name="kafka:tansu")
+        return StoreFactory(
+            new, reopen=reopen, capabilities={"core", "restart", "concurrent_writers"}, name="kafka:tansu"
+        )
 
 
 class TestKafkaUrlConformance(StoreConformance):

@@ -113,8 +113,9 @@ def test_unreachable_server_fails_fast_naming_the_url() -> None:
     assert time.monotonic() - start < 6
 
 
-@pytest.mark.parametrize("url", ["redis://host:notaport/0", "redis:///0", "redis://h:1/db", "ftp://x",
-                                 "kafka://h:1/", "sqlite:", ""])
+@pytest.mark.parametrize(
+    "url", ["redis://host:notaport/0", "redis:///0", "redis://h:1/db", "ftp://x", "kafka://h:1/", "sqlite:", ""]
+)
 def test_malformed_urls_are_refused(url: str) -> None:
     """KSTORE-6: malformed store URLs raise StoreUrlError quoting the URL."""
     with pytest.raises(StoreUrlError):
@@ -129,7 +130,6 @@ def test_open_store_by_url_on_a_real_server(real_redis: str) -> None:
     assert a.get(ref()) is not None and b.get(ref()) is None
     a.close()
     b.close()
-
 
 
 def test_a_dropped_connection_is_retried_once_on_a_fresh_one(real_redis: str) -> None:
@@ -159,8 +159,9 @@ class TestRedisConformance(StoreConformance):
         def reopen(s: Any) -> Any:
             return RedisStore(fakeredis.FakeRedis(server=server), namespace=s.namespace)
 
-        return StoreFactory(new, reopen=reopen, capabilities={"core", "restart", "concurrent_writers"},
-                            name="redis:fakeredis")
+        return StoreFactory(
+            new, reopen=reopen, capabilities={"core", "restart", "concurrent_writers"}, name="redis:fakeredis"
+        )
 
 
 def test_a_server_that_lost_its_scripts_still_takes_every_write(store: RedisStore) -> None:

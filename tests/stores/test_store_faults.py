@@ -102,19 +102,24 @@ def crash_free(store: ActionStateStore) -> dict[str, list[Any]]:
     return outputs
 
 
-@pytest.mark.parametrize(("fault", "fails"), [
-    (StoreFault("put_call_results", at=7), True),
-    (StoreFault("put_call_results", at=7, kind="fail_after"), True),
-    (StoreFault("put_call_results", at=3, kind="tear"), True),   # the first batch's PENDING records
-    (StoreFault("put", at=5), True),
-    (StoreFault("get", at=4), True),
-    (StoreFault("prune_state", at=2), True),
-    (StoreFault("get_recovery_marker", at=2), True),
-    (StoreFault("put_call_results", at=4, kind="delay", seconds=0.01), False),
-    (StoreFault("put_call_results", at=6, kind="lose"), False),
-], ids=["fail", "fail-after", "tear", "fail-put", "fail-get", "fail-prune", "fail-marker", "delay", "lose"])
+@pytest.mark.parametrize(
+    ("fault", "fails"),
+    [
+        (StoreFault("put_call_results", at=7), True),
+        (StoreFault("put_call_results", at=7, kind="fail_after"), True),
+        (StoreFault("put_call_results", at=3, kind="tear"), True),  # the first batch's PENDING records
+        (StoreFault("put", at=5), True),
+        (StoreFault("get", at=4), True),
+        (StoreFault("prune_state", at=2), True),
+        (StoreFault("get_recovery_marker", at=2), True),
+        (StoreFault("put_call_results", at=4, kind="delay", seconds=0.01), False),
+        (StoreFault("put_call_results", at=6, kind="lose"), False),
+    ],
+    ids=["fail", "fail-after", "tear", "fail-put", "fail-get", "fail-prune", "fail-marker", "delay", "lose"],
+)
 def test_faults_reach_the_user_once_and_recovery_neither_loses_nor_duplicates(
-        make_store: Callable[[], ActionStateStore], fault: StoreFault, fails: bool) -> None:
+    make_store: Callable[[], ActionStateStore], fault: StoreFault, fails: bool
+) -> None:
     """FAIL-1/FAIL-5: one clear error; recovery from the last checkpoint gives exactly the crash-free
     outputs; an acknowledged call record is never executed again."""
     expected = crash_free(make_store())

@@ -16,13 +16,47 @@ from reference_runtime.errors import StoreUrlError
 from reference_runtime.stores.urls import MAX_REDIS_DB, StoreUrl, open_store, parse_store_url
 
 PREFIXES = ["", "memory:", "sqlite:", "sqlite://", "redis://", "kafka://", "redis:", "REDIS://", "postgres://"]
-PIECES = ["localhost", "127.0.0.1", "[::1]", "[::1", "::1]", ":", ":6379", ":99999", ":-1", ":0", "/", "/0", "/15",
-          "/99999999999999999999", "/topic", "/a/b", "?partitions=2", "?timeout=0", "&", "=", "#f", "@", "user:pw@",
-          "%00", "\x00", "\uff4c", "\uff16", "\u0663", " ", "..", "%", "\n"]
+PIECES = [
+    "localhost",
+    "127.0.0.1",
+    "[::1]",
+    "[::1",
+    "::1]",
+    ":",
+    ":6379",
+    ":99999",
+    ":-1",
+    ":0",
+    "/",
+    "/0",
+    "/15",
+    "/99999999999999999999",
+    "/topic",
+    "/a/b",
+    "?partitions=2",
+    "?timeout=0",
+    "&",
+    "=",
+    "#f",
+    "@",
+    "user:pw@",
+    "%00",
+    "\x00",
+    "\uff4c",
+    "\uff16",
+    "\u0663",
+    " ",
+    "..",
+    "%",
+    "\n",
+]
 urls = st.one_of(
     st.text(max_size=40),
-    st.builds(lambda p, parts: p + "".join(parts), st.sampled_from(PREFIXES),
-              st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=4)), max_size=6)),
+    st.builds(
+        lambda p, parts: p + "".join(parts),
+        st.sampled_from(PREFIXES),
+        st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=4)), max_size=6),
+    ),
 )
 
 
@@ -43,8 +77,9 @@ def test_any_text_parses_or_raises_store_url_error(url: str) -> None:
         assert "\x00" not in parsed.path
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                  HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(url=urls)
 def test_every_entry_point_refuses_what_the_parser_refuses(url: str, tmp_path: Path) -> None:
     """STORE-10: open_store, factory_from_url, the plugin's store factory and --durable-store check, and the
@@ -55,8 +90,11 @@ def test_every_entry_point_refuses_what_the_parser_refuses(url: str, tmp_path: P
         pass
     else:
         return  # a valid URL would connect; the refusals are what must agree
-    for entry in (lambda: open_store(url), lambda: factory_from_url(url, tmp_path),
-                  lambda: make_store_factory(url, lambda: tmp_path)):
+    for entry in (
+        lambda: open_store(url),
+        lambda: factory_from_url(url, tmp_path),
+        lambda: make_store_factory(url, lambda: tmp_path),
+    ):
         with pytest.raises(StoreUrlError):
             entry()
     with pytest.raises(pytest.UsageError, match="--durable-store"):
@@ -72,20 +110,23 @@ def test_every_entry_point_refuses_what_the_parser_refuses(url: str, tmp_path: P
             redis_store.RedisStore.from_url(url)
 
 
-@pytest.mark.parametrize(("url", "why"), [
-    ("postgres://x", "unknown scheme"),
-    ("redis://[::1", "Invalid IPv6 URL"),
-    ("redis://\uff4c\uff4f\uff43\uff41\uff4c\uff48\uff4f\uff53\uff54/0", "is not ASCII"),
-    ("redis://h:\uff16\uff13\uff17\uff19/0", "is not ASCII"),
-    ("redis://h/\u0663", "is not ASCII"),
-    ("redis://h/99999999999999999999", "the database must be a number from 0 to 2147483647"),
-    ("redis://h/2147483648", "the database must be a number"),
-    ("sqlite:a\x00b", "contains a NUL character"),
-    ("kafka://h/t", "no port"),
-    ("kafka://h:1/t?partitions=0", "bad partitions"),
-    ("kafka://h:1/t?timeout=nan", "bad timeout"),
-    ("redis://u:p@h/0", "credentials"),
-])
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("postgres://x", "unknown scheme"),
+        ("redis://[::1", "Invalid IPv6 URL"),
+        ("redis://\uff4c\uff4f\uff43\uff41\uff4c\uff48\uff4f\uff53\uff54/0", "is not ASCII"),
+        ("redis://h:\uff16\uff13\uff17\uff19/0", "is not ASCII"),
+        ("redis://h/\u0663", "is not ASCII"),
+        ("redis://h/99999999999999999999", "the database must be a number from 0 to 2147483647"),
+        ("redis://h/2147483648", "the database must be a number"),
+        ("sqlite:a\x00b", "contains a NUL character"),
+        ("kafka://h/t", "no port"),
+        ("kafka://h:1/t?partitions=0", "bad partitions"),
+        ("kafka://h:1/t?timeout=nan", "bad timeout"),
+        ("redis://u:p@h/0", "credentials"),
+    ],
+)
 def test_malformed_urls_say_what_is_wrong(url: str, why: str) -> None:
     """KSTORE-6, STORE-10: the refusal quotes the URL and says what is wrong."""
     with pytest.raises(StoreUrlError, match="store URL") as info:

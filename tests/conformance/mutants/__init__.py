@@ -25,14 +25,21 @@ class Mutant:
 
 
 def _store_classes() -> dict[str, type]:
-    return {n: c for n, c in vars(stores).items()
-            if inspect.isclass(c) and c.__module__ == stores.__name__ and getattr(c, "VIOLATES", "")}
+    return {
+        n: c
+        for n, c in vars(stores).items()
+        if inspect.isclass(c) and c.__module__ == stores.__name__ and getattr(c, "VIOLATES", "")
+    }
 
 
 MUTANTS: dict[str, Mutant] = {
     **{n: Mutant(n, c.VIOLATES, "store", (c.__doc__ or "").strip()) for n, c in _store_classes().items()},
-    "DeclaresRestartWithoutReopen": Mutant("DeclaresRestartWithoutReopen", "CONF-1", "store",
-                                           "Claims 'restart' but gives the kit no way to reopen a store."),
+    "DeclaresRestartWithoutReopen": Mutant(
+        "DeclaresRestartWithoutReopen",
+        "CONF-1",
+        "store",
+        "Claims 'restart' but gives the kit no way to reopen a store.",
+    ),
     **{n: Mutant(n, c, "runner", (fn.__doc__ or "").strip()) for n, (c, fn) in runners.MUTANTS.items()},
 }
 

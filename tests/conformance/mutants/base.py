@@ -69,22 +69,36 @@ class JsonCodec:
         return [MemoryUpdate(p, self.load_value(v), bool(o)) for p, v, o in raw]
 
     def dump_header(self, s: ActionState) -> str:
-        return json.dumps({"task": self.dump_event(s.task_event),
-                           "sensory": self.dump_updates(s.sensory_memory_updates),
-                           "short": self.dump_updates(s.short_term_memory_updates),
-                           "out": [self.dump_event(e) for e in s.output_events], "completed": s.completed})
+        return json.dumps(
+            {
+                "task": self.dump_event(s.task_event),
+                "sensory": self.dump_updates(s.sensory_memory_updates),
+                "short": self.dump_updates(s.short_term_memory_updates),
+                "out": [self.dump_event(e) for e in s.output_events],
+                "completed": s.completed,
+            }
+        )
 
     def load_header(self, text: str) -> ActionState:
         d = json.loads(text)
-        return ActionState(task_event=self.load_event(d["task"]),
-                           sensory_memory_updates=self.load_updates(d["sensory"]),
-                           short_term_memory_updates=self.load_updates(d["short"]),
-                           output_events=[e for e in map(self.load_event, d["out"]) if e is not None],
-                           completed=d["completed"])
+        return ActionState(
+            task_event=self.load_event(d["task"]),
+            sensory_memory_updates=self.load_updates(d["sensory"]),
+            short_term_memory_updates=self.load_updates(d["short"]),
+            output_events=[e for e in map(self.load_event, d["out"]) if e is not None],
+            completed=d["completed"],
+        )
 
     def dump_call(self, c: CallResult) -> str:
-        return json.dumps([c.function_id, c.args_digest, self.dump_value(c.result_payload),
-                           self.dump_value(c.exception_payload), None if c.status is None else c.status.value])
+        return json.dumps(
+            [
+                c.function_id,
+                c.args_digest,
+                self.dump_value(c.result_payload),
+                self.dump_value(c.exception_payload),
+                None if c.status is None else c.status.value,
+            ]
+        )
 
     def load_call(self, text: str) -> CallResult:
         f, d, r, x, st = json.loads(text)
@@ -178,7 +192,7 @@ class LogStore(JsonCodec):
             calls = self.cache[sk][3]
             calls[record[2] : record[2] + len(record[3])] = record[3]
         elif kind == "T" and sk in self.cache:
-            del self.cache[sk][3][record[2]:]
+            del self.cache[sk][3][record[2] :]
         elif kind == "D":
             self.cache.pop(sk, None)
 
@@ -231,8 +245,10 @@ class LogStore(JsonCodec):
 class SqlStore(JsonCodec):
     """A correct SQLite store: one file, one transaction per write."""
 
-    SCHEMA = ("CREATE TABLE IF NOT EXISTS states (sk TEXT PRIMARY KEY, key TEXT, seq INTEGER, header TEXT);"
-              "CREATE TABLE IF NOT EXISTS calls (sk TEXT, idx INTEGER, body TEXT, PRIMARY KEY (sk, idx));")
+    SCHEMA = (
+        "CREATE TABLE IF NOT EXISTS states (sk TEXT PRIMARY KEY, key TEXT, seq INTEGER, header TEXT);"
+        "CREATE TABLE IF NOT EXISTS calls (sk TEXT, idx INTEGER, body TEXT, PRIMARY KEY (sk, idx));"
+    )
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -258,13 +274,18 @@ class SqlStore(JsonCodec):
             self.conn.execute("COMMIT")
 
     def header_statements(self, ref: StateRef, state: ActionState) -> list[tuple[str, Sequence[Any]]]:
-        return [("INSERT OR REPLACE INTO states VALUES (?, ?, ?, ?)",
-                 (ref.state_key, ref.key, ref.seq, self.dump_header(state))),
-                ("DELETE FROM calls WHERE sk = ?", (ref.state_key,))]
+        return [
+            (
+                "INSERT OR REPLACE INTO states VALUES (?, ?, ?, ?)",
+                (ref.state_key, ref.key, ref.seq, self.dump_header(state)),
+            ),
+            ("DELETE FROM calls WHERE sk = ?", (ref.state_key,)),
+        ]
 
     def call_statements(self, ref: StateRef, state: ActionState) -> list[tuple[str, Sequence[Any]]]:
-        return [("INSERT INTO calls VALUES (?, ?, ?)", (ref.state_key, i, c))
-                for i, c in enumerate(self.calls_for(state))]
+        return [
+            ("INSERT INTO calls VALUES (?, ?, ?)", (ref.state_key, i, c)) for i, c in enumerate(self.calls_for(state))
+        ]
 
     def put(self, ref: StateRef, state: ActionState) -> None:
         self.tx(*self.header_statements(ref, state), *self.call_statements(ref, state))
@@ -281,12 +302,18 @@ class SqlStore(JsonCodec):
         return state
 
     def delete(self, where: str, params: Sequence[Any]) -> None:
-        self.tx((f"DELETE FROM calls WHERE sk IN (SELECT sk FROM states WHERE {where})", params),
-                (f"DELETE FROM states WHERE {where}", params))
+        self.tx(
+            (f"DELETE FROM calls WHERE sk IN (SELECT sk FROM states WHERE {where})", params),
+            (f"DELETE FROM states WHERE {where}", params),
+        )
 
     def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
-        self.tx(*[("INSERT OR REPLACE INTO calls VALUES (?, ?, ?)", (ref.state_key, index + i, self.dump_call(r)))
-                  for i, r in enumerate(results)])
+        self.tx(
+            *[
+                ("INSERT OR REPLACE INTO calls VALUES (?, ?, ?)", (ref.state_key, index + i, self.dump_call(r)))
+                for i, r in enumerate(results)
+            ]
+        )
 
     def truncate_call_results(self, ref: StateRef, index: int) -> None:
         self.tx(("DELETE FROM calls WHERE sk = ? AND idx >= ?", (ref.state_key, index)))

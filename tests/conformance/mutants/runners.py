@@ -29,13 +29,23 @@ def violates(clause: str) -> Callable[[RunFn], RunFn]:
     return register
 
 
-for _clause, _fn in (("REC-3", forgetful), ("DE-8", always_lenient), ("DE-5", no_reconcilers),
-                     ("REC-4", reruns_completed)):
+for _clause, _fn in (
+    ("REC-3", forgetful),
+    ("DE-8", always_lenient),
+    ("DE-5", no_reconcilers),
+    ("REC-4", reruns_completed),
+):
     MUTANTS[_fn.__name__] = (_clause, _fn)
 
 
-def _runner(agent: type[Agent], store: ActionStateStore, injector: FaultInjector, mismatch: MismatchMode,
-            config: Mapping[str, Any], cls: type[Runner] = Runner) -> Runner:
+def _runner(
+    agent: type[Agent],
+    store: ActionStateStore,
+    injector: FaultInjector,
+    mismatch: MismatchMode,
+    config: Mapping[str, Any],
+    cls: type[Runner] = Runner,
+) -> Runner:
     return cls(agent, store, injector=injector, mismatch=mismatch, config=config)
 
 
@@ -46,21 +56,40 @@ def _merge(results: Sequence[RunResult]) -> RunResult:
         for k, v in r.outputs.items():
             outputs.setdefault(k, []).extend(v)
         memory.update(r.memory)
-    return RunResult(outputs=outputs, emitted=[e for r in results for e in r.emitted], memory=memory,
-                     journal=[j for r in results for j in r.journal], failovers=sum(r.failovers for r in results),
-                     crashes=[c for r in results for c in r.crashes])
+    return RunResult(
+        outputs=outputs,
+        emitted=[e for r in results for e in r.emitted],
+        memory=memory,
+        journal=[j for r in results for j in r.journal],
+        failovers=sum(r.failovers for r in results),
+        crashes=[c for r in results for c in r.crashes],
+    )
 
 
 @violates("RUN-1")
-def fresh_runner_per_input(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, store: ActionStateStore,
-                           injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
+def fresh_runner_per_input(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    *,
+    store: ActionStateStore,
+    injector: FaultInjector,
+    mismatch: MismatchMode,
+    config: Mapping[str, Any],
+) -> RunResult:
     """Handles every input with a new runner ("stateless request handling"): each input gets seq 0."""
     return _merge([_runner(agent, store, injector, mismatch, config).run([item]) for item in inputs])
 
 
 @violates("RUN-4")
-def outputs_deduplicated(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, store: ActionStateStore,
-                         injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
+def outputs_deduplicated(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    *,
+    store: ActionStateStore,
+    injector: FaultInjector,
+    mismatch: MismatchMode,
+    config: Mapping[str, Any],
+) -> RunResult:
     """Drops repeated outputs of a key, "so nothing is delivered twice"."""
     result = _runner(agent, store, injector, mismatch, config).run(inputs)
     result.outputs = {k: [v for i, v in enumerate(vs) if v not in vs[:i]] for k, vs in result.outputs.items()}
@@ -68,8 +97,15 @@ def outputs_deduplicated(agent: type[Agent], inputs: Sequence[tuple[str, Any]], 
 
 
 @violates("RUN-5")
-def one_input_at_a_time(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, store: ActionStateStore,
-                        injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
+def one_input_at_a_time(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    *,
+    store: ActionStateStore,
+    injector: FaultInjector,
+    mismatch: MismatchMode,
+    config: Mapping[str, Any],
+) -> RunResult:
     """Feeds the inputs to the runner one by one, each to its end: keys never interleave."""
     runner = _runner(agent, store, injector, mismatch, config)
     result = runner.run([])
@@ -79,15 +115,23 @@ def one_input_at_a_time(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *
 
 
 @violates("RUN-6")
-def thread_per_key(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, store: ActionStateStore,
-                   injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
+def thread_per_key(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    *,
+    store: ActionStateStore,
+    injector: FaultInjector,
+    mismatch: MismatchMode,
+    config: Mapping[str, Any],
+) -> RunResult:
     """Scales out with one runner per business key, each on a thread of its own."""
     by_key: dict[str, list[tuple[str, Any]]] = {}
     for k, v in inputs:
         by_key.setdefault(k, []).append((k, v))
     with ThreadPoolExecutor(len(by_key) or 1) as pool:
-        futures = [pool.submit(_runner(agent, store, injector, mismatch, config).run, items)
-                   for items in by_key.values()]
+        futures = [
+            pool.submit(_runner(agent, store, injector, mismatch, config).run, items) for items in by_key.values()
+        ]
         return _merge([f.result() for f in futures])
 
 
@@ -99,8 +143,15 @@ class _SortedActions(Runner):
 
 
 @violates("RUN-2")
-def actions_sorted_by_name(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, store: ActionStateStore,
-                           injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
+def actions_sorted_by_name(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    *,
+    store: ActionStateStore,
+    injector: FaultInjector,
+    mismatch: MismatchMode,
+    config: Mapping[str, Any],
+) -> RunResult:
     """Orders the actions of an event type by name "for determinism"."""
     return _runner(agent, store, injector, mismatch, config, _SortedActions).run(inputs)
 
@@ -116,15 +167,29 @@ class _KeptSensory(Runner):
 
 
 @violates("MEM-8")
-def sensory_kept_per_key(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, store: ActionStateStore,
-                         injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
+def sensory_kept_per_key(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    *,
+    store: ActionStateStore,
+    injector: FaultInjector,
+    mismatch: MismatchMode,
+    config: Mapping[str, Any],
+) -> RunResult:
     """Keeps one sensory memory per key for the whole job instead of one per run."""
     return _runner(agent, store, injector, mismatch, config, _KeptSensory).run(inputs)
 
 
 @violates("RUN-9")
-def errors_normalized(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, store: ActionStateStore,
-                      injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
+def errors_normalized(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    *,
+    store: ActionStateStore,
+    injector: FaultInjector,
+    mismatch: MismatchMode,
+    config: Mapping[str, Any],
+) -> RunResult:
     """Turns a failed action into a generic RuntimeError."""
     try:
         return _runner(agent, store, injector, mismatch, config).run(inputs)
@@ -142,22 +207,43 @@ class _FailFast(Runner):
 
 
 @violates("RUN-10")
-def fail_fast(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, store: ActionStateStore,
-              injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
+def fail_fast(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    *,
+    store: ActionStateStore,
+    injector: FaultInjector,
+    mismatch: MismatchMode,
+    config: Mapping[str, Any],
+) -> RunResult:
     """Stops the segment at the first failing key; later keys never run."""
     return _runner(agent, store, injector, mismatch, config, _FailFast).run(inputs)
 
 
 @violates("BAT-3")
-def serial_batches(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, store: ActionStateStore,
-                   injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
+def serial_batches(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    *,
+    store: ActionStateStore,
+    injector: FaultInjector,
+    mismatch: MismatchMode,
+    config: Mapping[str, Any],
+) -> RunResult:
     """Runs batch calls one at a time whatever the agent configures."""
     return _runner(agent, store, injector, mismatch, {**config, "tool-call.parallelism": 1}).run(inputs)
 
 
 @violates("BAT-3")
-def unbounded_batches(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, store: ActionStateStore,
-                      injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
+def unbounded_batches(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    *,
+    store: ActionStateStore,
+    injector: FaultInjector,
+    mismatch: MismatchMode,
+    config: Mapping[str, Any],
+) -> RunResult:
     """Starts every call of a batch at once, ignoring ``tool-call.parallelism``."""
     return _runner(agent, store, injector, mismatch, {**config, "tool-call.parallelism": 64}).run(inputs)
 
@@ -178,9 +264,15 @@ class _CompletionOrderSlots(ForwardingStore):
 
 
 @violates("BAT-4")
-def finalize_in_completion_order(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *,
-                                 store: ActionStateStore, injector: FaultInjector, mismatch: MismatchMode,
-                                 config: Mapping[str, Any]) -> RunResult:
+def finalize_in_completion_order(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    *,
+    store: ActionStateStore,
+    injector: FaultInjector,
+    mismatch: MismatchMode,
+    config: Mapping[str, Any],
+) -> RunResult:
     """Writes each finished batch call to the next free slot."""
     return _runner(agent, _CompletionOrderSlots(store), injector, mismatch, config).run(inputs)
 
@@ -201,8 +293,15 @@ class _TrustsReconciler(ForwardingStore):
 
 
 @violates("DE-5")
-def reconciled_not_persisted(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, store: ActionStateStore,
-                             injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
+def reconciled_not_persisted(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    *,
+    store: ActionStateStore,
+    injector: FaultInjector,
+    mismatch: MismatchMode,
+    config: Mapping[str, Any],
+) -> RunResult:
     """Skips persisting a reconciled outcome ("the external system already knows it")."""
     return _runner(agent, _TrustsReconciler(store, injector), injector, mismatch, config).run(inputs)
 
@@ -215,9 +314,15 @@ class _NoReplayedOutputs(Runner):
 
 
 @violates("REC-6")
-def completed_outputs_not_replayed(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *,
-                                   store: ActionStateStore, injector: FaultInjector, mismatch: MismatchMode,
-                                   config: Mapping[str, Any]) -> RunResult:
+def completed_outputs_not_replayed(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    *,
+    store: ActionStateStore,
+    injector: FaultInjector,
+    mismatch: MismatchMode,
+    config: Mapping[str, Any],
+) -> RunResult:
     """Skips a completed action on recovery without re-emitting its events."""
     return _runner(agent, store, injector, mismatch, config, _NoReplayedOutputs).run(inputs)
 
@@ -226,22 +331,36 @@ class _NoReplayedMemory(ForwardingStore):
     def get(self, ref: StateRef) -> ActionState | None:
         state = super().get(ref)
         if state is not None and state.completed:
-            state.short_term_memory_updates = [MemoryUpdate(u.path, None) if u.object_creation else u
-                                               for u in state.short_term_memory_updates]
+            state.short_term_memory_updates = [
+                MemoryUpdate(u.path, None) if u.object_creation else u for u in state.short_term_memory_updates
+            ]
         return state
 
 
 @violates("MEM-10")
-def object_creation_not_replayed(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *,
-                                 store: ActionStateStore, injector: FaultInjector, mismatch: MismatchMode,
-                                 config: Mapping[str, Any]) -> RunResult:
+def object_creation_not_replayed(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    *,
+    store: ActionStateStore,
+    injector: FaultInjector,
+    mismatch: MismatchMode,
+    config: Mapping[str, Any],
+) -> RunResult:
     """Replays a completed action's object creations as ``set(path, None)`` (Flink Agents #1029)."""
     return _runner(agent, _NoReplayedMemory(store), injector, mismatch, config).run(inputs)
 
 
 @violates("REC-7")
-def one_recovery_only(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, store: ActionStateStore,
-                      injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
+def one_recovery_only(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    *,
+    store: ActionStateStore,
+    injector: FaultInjector,
+    mismatch: MismatchMode,
+    config: Mapping[str, Any],
+) -> RunResult:
     """Recovers once; a crash during that recovery ends the run."""
     return _runner(agent, store, injector, mismatch, config).run(inputs, max_failovers=1)
 
@@ -256,8 +375,15 @@ class _EagerCleanup(ForwardingStore):
 
 
 @violates("RUN-8")
-def prunes_before_checkpoint(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, store: ActionStateStore,
-                             injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
+def prunes_before_checkpoint(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    *,
+    store: ActionStateStore,
+    injector: FaultInjector,
+    mismatch: MismatchMode,
+    config: Mapping[str, Any],
+) -> RunResult:
     """Cleans up completed states right away instead of after the checkpoint."""
     return _runner(agent, _EagerCleanup(store), injector, mismatch, config).run(inputs)
 
@@ -278,9 +404,15 @@ class _RetryFromScratch(ForwardingStore):
 
 
 @violates("REC-3")
-def interrupted_action_starts_clean(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *,
-                                    store: ActionStateStore, injector: FaultInjector, mismatch: MismatchMode,
-                                    config: Mapping[str, Any]) -> RunResult:
+def interrupted_action_starts_clean(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    *,
+    store: ActionStateStore,
+    injector: FaultInjector,
+    mismatch: MismatchMode,
+    config: Mapping[str, Any],
+) -> RunResult:
     """Re-enters an interrupted action with its call records dropped: recorded calls execute again."""
     return _runner(agent, _RetryFromScratch(store, injector), injector, mismatch, config).run(inputs)
 
@@ -303,8 +435,15 @@ class _BufferedPending(ForwardingStore):
 
 
 @violates("DE-3")
-def pending_write_buffered(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, store: ActionStateStore,
-                           injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
+def pending_write_buffered(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    *,
+    store: ActionStateStore,
+    injector: FaultInjector,
+    mismatch: MismatchMode,
+    config: Mapping[str, Any],
+) -> RunResult:
     """Buffers the PENDING record and sends it with the call's outcome, after the function ran."""
     return _runner(agent, _BufferedPending(store), injector, mismatch, config).run(inputs)
 
@@ -315,15 +454,29 @@ class _NoTruncation(ForwardingStore):
 
 
 @violates("DE-7")
-def truncation_skipped(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, store: ActionStateStore,
-                       injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
+def truncation_skipped(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    *,
+    store: ActionStateStore,
+    injector: FaultInjector,
+    mismatch: MismatchMode,
+    config: Mapping[str, Any],
+) -> RunResult:
     """Skips truncating at a changed call ("the records are overwritten anyway")."""
     return _runner(agent, _NoTruncation(store), injector, mismatch, config).run(inputs)
 
 
 @violates("DE-14")
-def config_not_passed_on(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, store: ActionStateStore,
-                         injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
+def config_not_passed_on(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    *,
+    store: ActionStateStore,
+    injector: FaultInjector,
+    mismatch: MismatchMode,
+    config: Mapping[str, Any],
+) -> RunResult:
     """Builds its runtime from the agent's own config only, dropping the config it was handed."""
     return _runner(agent, store, injector, mismatch, {}).run(inputs)
 
@@ -337,7 +490,14 @@ class _OneMemory(Runner):
 
 
 @violates("MEM-7")
-def one_memory_for_all_keys(agent: type[Agent], inputs: Sequence[tuple[str, Any]], *, store: ActionStateStore,
-                            injector: FaultInjector, mismatch: MismatchMode, config: Mapping[str, Any]) -> RunResult:
+def one_memory_for_all_keys(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    *,
+    store: ActionStateStore,
+    injector: FaultInjector,
+    mismatch: MismatchMode,
+    config: Mapping[str, Any],
+) -> RunResult:
     """Keeps one short-term memory for the agent instead of one per business key."""
     return _runner(agent, store, injector, mismatch, config, _OneMemory).run(inputs)

@@ -474,8 +474,11 @@ class PruneByStateKeyPattern(DictStore):
     VIOLATES = "STORE-4"
 
     def upto(self, key: str, seq: int) -> list[str]:
-        return [sk for sk, e in self.entries().items()
-                if fnmatch.fnmatchcase(sk, f"{key}|*") and int(sk.rsplit("|", 2)[1]) <= seq]
+        return [
+            sk
+            for sk, e in self.entries().items()
+            if fnmatch.fnmatchcase(sk, f"{key}|*") and int(sk.rsplit("|", 2)[1]) <= seq
+        ]
 
 
 class PruneByKeyPrefix(DictStore):
