@@ -83,11 +83,14 @@ def _sweep(argv: list[str]) -> int:
     )
     parser.add_argument("--store", metavar="URL", default="memory:", help="store to crash against (default memory:)")
     args = parser.parse_args(argv)
-    from reference_runtime import Agent
+    from reference_runtime.flink_agents_compat import is_agent
 
     agent = load(args.agent, "durable sweep")
-    if not (isinstance(agent, type) and issubclass(agent, Agent)):
-        raise CommandError(f"durable sweep {args.agent!r}: not an Agent subclass (got {type(agent).__name__})")
+    if not is_agent(agent):
+        raise CommandError(
+            f"durable sweep {args.agent!r}: not an Agent subclass nor a flink_agents Agent "
+            f"(got {type(agent).__name__})"
+        )
     inputs = read_inputs(args.inputs)
     from .effects import declared
     from .harness import make_store_factory

@@ -359,6 +359,12 @@ class _RestrictedUnpickler(_PyUnpickler):  # type: ignore[misc]
         # change the whole process), nor replace an instance's class or special attributes.
         if isinstance(inst, type | types.ModuleType) or (callable(inst) and not isinstance(inst, BaseException)):
             raise UntrustedPayloadError(f"payload sets state on {_name(inst)}, which the loader refuses")
+        setstate = getattr(type(inst), "__setstate__", None)
+        if setstate is not None and setstate is not BaseException.__setstate__:
+            # The allow-listed class restores its own instance (pydantic models name '__dict__' and their
+            # field sets in the state they hand it): its __setstate__ decides, on this instance only.
+            super().load_build()
+            return
         parts = state if isinstance(state, tuple) and len(state) == 2 else (state, None)
         for part in parts:
             if isinstance(part, dict):

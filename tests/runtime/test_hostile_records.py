@@ -394,3 +394,24 @@ def test_signing_is_off_by_default_and_the_docs_say_when_to_turn_it_on() -> None
     assert pickle.loads(codec.encode_result({"a": 1})) == {"a": 1}
     docs = (Path(__file__).resolve().parents[2] / "docs" / "stores.md").read_text(encoding="utf-8")
     assert "### When to turn signing on" in docs and "### Rotating keys" in docs
+
+
+class _Model:
+    """Like a pydantic model: pickles its __dict__ and field set and restores them in __setstate__."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __getstate__(self) -> dict[str, object]:
+        return {"__dict__": dict(self.__dict__), "__fields_set__": {"text"}}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        object.__setattr__(self, "__dict__", dict(state["__dict__"]))  # type: ignore[call-overload]
+
+
+def test_an_allowed_class_restores_its_own_state() -> None:
+    """LIM-6/PAY-3: an allow-listed class with its own __setstate__ (pydantic models: chat messages of a
+    flink_agents agent) decides what its state means; the special-name refusal guards the default path."""
+    payload = pickle.dumps(_Model("hi"))
+    got = CloudpickleCodec(allowed_classes=[f"{__name__}._Model"]).decode_result(payload)
+    assert isinstance(got, _Model) and got.text == "hi"
