@@ -88,8 +88,7 @@ def _sweep(argv: list[str]) -> int:
     agent = load(args.agent, "durable sweep")
     if not is_agent(agent):
         raise CommandError(
-            f"durable sweep {args.agent!r}: not an Agent subclass nor a flink_agents Agent "
-            f"(got {type(agent).__name__})"
+            f"durable sweep {args.agent!r}: not an Agent subclass nor a flink_agents Agent (got {type(agent).__name__})"
         )
     inputs = read_inputs(args.inputs)
     from .effects import declared
