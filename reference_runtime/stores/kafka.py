@@ -494,14 +494,11 @@ class KafkaStore:
             self._delete(self._of_key(key, lambda found: found <= seq))
 
     def _of_key(self, key: str, wanted: Callable[[int], bool]) -> list[str]:
-        """The state keys of business key ``key`` whose seq is ``wanted`` (COST-3: no scan of other keys)."""
-        out = []
-        for sk in self._by_key.states_of(key):
+        def seq_of(sk: str) -> int | None:
             entry = self._entries.get(sk)
-            seq = entry.seq_of(key) if entry is not None else None
-            if seq is not None and wanted(seq):
-                out.append(sk)
-        return out
+            return entry.seq_of(key) if entry is not None else None
+
+        return self._by_key.matching(key, seq_of, wanted)
 
     # -- recovery --------------------------------------------------------------------------------------
 

@@ -143,13 +143,11 @@ class FlinkAgentsKafkaStore(KafkaStore):
             self._tombstone(self._of_key(key, lambda found: found <= seq))
 
     def _of_key(self, key: str, wanted: Callable[[int], bool]) -> list[str]:
-        """The state keys of business key ``key`` whose seq is ``wanted`` (COST-3: no scan of other keys)."""
-        out = []
-        for sk in self._index.states_of(key):
+        def seq_of(sk: str) -> int | None:
             stored = self._states.get(sk)
-            if stored is not None and stored.key == key and stored.seq is not None and wanted(stored.seq):
-                out.append(sk)
-        return out
+            return stored.seq if stored is not None and stored.key == key else None
+
+        return self._index.matching(key, seq_of, wanted)
 
     # -- reads -----------------------------------------------------------------------------------------
 

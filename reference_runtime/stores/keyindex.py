@@ -6,7 +6,7 @@ states only, so their cost does not grow with the number of other keys in the st
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 
 class KeyIndex:
@@ -33,6 +33,16 @@ class KeyIndex:
     def states_of(self, key: str) -> list[str]:
         """The state keys of ``key`` (a copy: callers delete while they iterate)."""
         return list(self._keys.get(key, ()))
+
+    def matching(self, key: str, seq_of: Callable[[str], int | None], wanted: Callable[[int], bool]) -> list[str]:
+        """The state keys of ``key`` whose sequence number (``seq_of(state key)``, None when the state is
+        gone or unreadable) is ``wanted``: what a miss or a prune deletes."""
+        out = []
+        for state_key in self.states_of(key):
+            seq = seq_of(state_key)
+            if seq is not None and wanted(seq):
+                out.append(state_key)
+        return out
 
     @classmethod
     def of(cls, pairs: Iterable[tuple[str | None, str]]) -> KeyIndex:
