@@ -31,12 +31,13 @@ _TOTALS = pytest.StashKey[dict[str, int]]()
 CLOCK_START = "2026-01-01T00:00:00+00:00"
 #: Modules that keep real time under ``durable_clock`` (pytest's own timing of tests).
 REAL_TIME_MODULES = ("_pytest.timing",)
+#: property -> (singular, plural) of the terminal summary line.
 _SUMMARY = (
-    ("durable_fault_points", "fault points swept"),
-    ("durable_schedules", "crash schedules run"),
-    ("durable_crashes", "crashes injected"),
-    ("durable_ledger_anomalies", "ledger anomalies"),
-    ("durable_journals_checked", "golden journals checked"),
+    ("durable_fault_points", ("fault point swept", "fault points swept")),
+    ("durable_schedules", ("crash schedule run", "crash schedules run")),
+    ("durable_crashes", ("crash injected", "crashes injected")),
+    ("durable_ledger_anomalies", ("ledger anomaly", "ledger anomalies")),
+    ("durable_journals_checked", ("golden journal checked", "golden journals checked")),
 )
 
 
@@ -165,7 +166,7 @@ class _Totals:
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     totals = config.stash.get(_TOTALS, {})
-    parts = [f"{totals[name]} {text}" for name, text in _SUMMARY if totals.get(name)]
+    parts = [f"{totals[name]} {text[totals[name] != 1]}" for name, text in _SUMMARY if totals.get(name)]
     if parts:
         terminalreporter.write_sep("=", "durable")
         terminalreporter.write_line("durable: " + ", ".join(parts))

@@ -478,3 +478,23 @@ def test_fresh_process_needs_an_importable_agent() -> None:
 
     with pytest.raises(FreshProcessError, match="module level"):
         harness().assert_deterministic(Local, [], fresh_processes=True)
+
+
+def test_the_summary_line_counts_in_the_singular_and_the_plural() -> None:
+    """PLG-7: one schedule is "1 crash schedule run", two are "2 crash schedules run"."""
+    from pytest_durable import plugin
+
+    class Reporter:
+        lines: list[str] = []
+
+        def write_sep(self, *args: object) -> None:
+            pass
+
+        def write_line(self, line: str) -> None:
+            self.lines.append(line)
+
+    class Config:
+        stash = {plugin._TOTALS: {"durable_schedules": 1, "durable_crashes": 2, "durable_ledger_anomalies": 1}}
+
+    plugin.pytest_terminal_summary(Reporter(), Config())  # type: ignore[arg-type]
+    assert Reporter.lines == ["durable: 1 crash schedule run, 2 crashes injected, 1 ledger anomaly"]
