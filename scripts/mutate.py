@@ -220,7 +220,16 @@ def mutated_source(mutant: Mutant) -> str:
 
 def _copy_repo(dest: Path) -> None:
     ignore = shutil.ignore_patterns(
-        ".git", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", "*.egg-info", ".hypothesis"
+        ".git",
+        "__pycache__",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".pytest_cache",
+        "*.egg-info",
+        ".hypothesis",
+        ".venv*",
+        "site",
+        "benchmark-plots",
     )
     shutil.copytree(ROOT, dest, ignore=ignore, dirs_exist_ok=True)
     for file, text in SOURCES.items():  # the targets exactly as the mutants were computed from
@@ -240,8 +249,6 @@ def _test_args(file: str, tests: list[str]) -> list[str]:
 
 def _pytest(copy: Path, args: list[str], timeout: float) -> tuple[int | None, str]:
     env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
-    # The tests find the golden vectors next to the repository; the copy lives elsewhere.
-    env.setdefault("DURABLE_VECTORS_DIR", str(ROOT.parent / "shared" / "vectors"))
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", *args]
     try:
         done = subprocess.run(cmd, cwd=copy, env=env, capture_output=True, text=True, timeout=timeout)

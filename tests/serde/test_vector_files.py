@@ -6,9 +6,9 @@ import hashlib
 import re
 from pathlib import Path
 
-from tests.vectors import COMMITTED
+from tests.vectors import VECTORS
 
-PROVENANCE = COMMITTED / "PROVENANCE.md"
+PROVENANCE = VECTORS / "PROVENANCE.md"
 
 
 def recorded_checksums() -> dict[str, str]:
@@ -26,10 +26,10 @@ def recorded_checksums() -> dict[str, str]:
 def test_every_committed_vector_file_matches_its_recorded_sha256() -> None:
     """DOC-2, SER-1: the vectors are the unmodified copies PROVENANCE.md records; a changed byte fails here."""
     recorded = recorded_checksums()
-    on_disk = {str(p.relative_to(COMMITTED)) for p in COMMITTED.rglob("*") if p.is_file()} - {"PROVENANCE.md"}
+    on_disk = {str(p.relative_to(VECTORS)) for p in VECTORS.rglob("*") if p.is_file()} - {"PROVENANCE.md"}
     assert on_disk == set(recorded), f"files without a checksum, or checksums without a file: {on_disk ^ set(recorded)}"
     for name, digest in sorted(recorded.items()):
-        actual = hashlib.sha256((COMMITTED / name).read_bytes()).hexdigest()
+        actual = hashlib.sha256((VECTORS / name).read_bytes()).hexdigest()
         assert actual == digest, f"tests/data/vectors/{name}: sha256 {actual}, PROVENANCE.md records {digest}"
 
 
@@ -49,9 +49,9 @@ def test_all_five_vector_files_and_the_captured_topic_are_committed() -> None:
 
 
 def test_no_test_reads_the_vectors_from_outside_the_repository() -> None:
-    """DOC-2: the default vectors folder is inside the repository (an override is only used when set)."""
+    """DOC-2: the vectors folder is inside the repository and no test names one outside it."""
     root = Path(__file__).resolve().parents[2]
-    assert COMMITTED.is_relative_to(root)
+    assert VECTORS.is_relative_to(root)
     sources = [p for p in (root / "tests").rglob("*.py")] + [p for p in (root / "conformance").rglob("*.py")]
     offenders = [
         str(p.relative_to(root))
