@@ -65,9 +65,6 @@ class Item:
         """The object's field names, in insertion order."""
         return self._kids[: self._count]
 
-    def has_children(self) -> bool:
-        return self._count > 0
-
     def with_child(self, name: str) -> Item:
         """This object with one more child, sharing the child list."""
         kids = self._kids
@@ -79,9 +76,6 @@ class Item:
         new = Item.__new__(Item)
         new.is_object, new.value, new._kids, new._count = True, None, kids, self._count + 1
         return new
-
-    def clone(self) -> Item:
-        return Item(self.is_object, self.value, self.children)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Item):
@@ -239,10 +233,6 @@ class FlatMemory:
                 if not history:
                     del self._undo[path]
         self._epoch = epoch + 1
-
-    def snapshot(self) -> dict[str, Item]:
-        """A plain copy of the map (O(fields); checkpoints use :meth:`freeze`)."""
-        return dict(self.items)
 
     def to_dict(self) -> dict[str, Any]:
         """The nested plain-data view of the whole map (objects become dicts)."""

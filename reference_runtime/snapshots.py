@@ -106,9 +106,6 @@ class Prefix(Sequence[T]):
     def __hash__(self) -> int:
         raise TypeError("unhashable type: 'Prefix'")
 
-    def __add__(self, other: Sequence[T]) -> list[T]:
-        return [*self, *other]
-
     def __repr__(self) -> str:
         return repr(list(self))
 

@@ -100,7 +100,7 @@ from ..errors import CorruptRecordError, Location, StoreError, StoreUrlError
 from ..records import ActionState, CallResult, StateRef
 from .base import RecoveryMarker
 from .kafka_flink_format import FLINK_AGENTS, FORMATS, NATIVE, partition_for
-from .kafka_native_format import _index, c_key, decode_frame, encode_frame, parse_record_key, s_key, t_key
+from .kafka_native_format import c_key, decode_frame, encode_frame, parse_index, parse_record_key, s_key, t_key
 from .keyindex import KeyIndex
 from .native import decode_call_result, decode_state, encode_call_result, encode_state
 from .urls import TOPIC, parse_store_url
@@ -629,7 +629,7 @@ class KafkaStore:
                     state.slots[index] = bytes(value)
                 else:
                     text = bytes(value).decode("ascii", "replace")
-                    keep = _index(text)
+                    keep = parse_index(text)
                     if keep is None:
                         state.problem = (f"truncation record {kkey[:200]!r} holds {text[:40]!r}, not a length", None)
                         return
@@ -673,7 +673,7 @@ class KafkaStore:
                     located[name] = raw.decode("utf-8", "replace")
             return _Replayed(
                 located.get("key"),
-                _index(located.get("seq", "")),
+                parse_index(located.get("seq", "")),
                 located.get("action"),
                 b"",
                 {},

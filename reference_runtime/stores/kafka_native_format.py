@@ -66,7 +66,7 @@ def decode_frame(value: bytes) -> tuple[str, int, str, bytes, list[bytes]]:
     return key, seq, action, parts[0], parts[1:]
 
 
-def _index(text: str) -> int | None:
+def parse_index(text: str) -> int | None:
     """A call index, length or sequence number written by this store, or None. ``str.isdigit`` alone
     admits non-ASCII digits ('²') that ``int`` refuses, and a 5 000-digit run ``int`` cannot convert: either
     used to stop a whole rebuild with a raw ValueError (spec LIM-8)."""
@@ -79,7 +79,7 @@ def parse_record_key(kkey: str) -> tuple[str, str, int | None] | None:
     kind, _, rest = kkey.partition("|")
     if kind == "C":
         sk, _, idx = rest.rpartition("|")
-        index = _index(idx)
+        index = parse_index(idx)
         return (kind, sk, index) if sk and index is not None else None
     if kind in ("S", "T") and rest:
         return kind, rest, None

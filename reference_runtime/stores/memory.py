@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from ..errors import Location, StoreError
 from ..records import ActionState, CallResult, StateRef
 from .base import RecoveryMarker
+from .keyindex import KeyIndex
 from .native import decode_state, encode_call_result, encode_state
 
 
@@ -37,7 +38,7 @@ class InMemoryStore:
         self.count_bytes = count_bytes
         self._entries: dict[str, _Entry] = {}
         # Business key -> its state keys: a miss or a prune looks at one key's states, not every state.
-        self._by_key: dict[str, set[str]] = {}
+        self._by_key = KeyIndex()
         self._lock = threading.Lock()
         self._writes = 0
         self.bytes_written = 0
@@ -52,7 +53,7 @@ class InMemoryStore:
         calls = list(state.call_results)
         with self._lock:
             self._entries[ref.state_key] = _Entry(ref.key, ref.seq, ref.action.name, header, calls)
-            self._by_key.setdefault(ref.key, set()).add(ref.state_key)
+            self._by_key.add(ref.key, ref.state_key)
             self._count(header, *(map(encode_call_result, calls) if self.count_bytes else ()))
 
     def get(self, ref: StateRef) -> ActionState | None:
@@ -95,14 +96,9 @@ class InMemoryStore:
 
     def _drop(self, key: str, doomed: Callable[[int], bool]) -> None:
         """Delete the states of ``key`` whose sequence number is ``doomed`` (caller holds the lock)."""
-        keys = self._by_key.get(key)
-        if not keys:
-            return
-        for sk in [sk for sk in keys if doomed(self._entries[sk].seq)]:
+        for sk in self._by_key.matching(key, lambda sk: self._entries[sk].seq, doomed):
             del self._entries[sk]
-            keys.discard(sk)
-        if not keys:
-            del self._by_key[key]
+            self._by_key.discard(key, sk)
 
     def get_recovery_marker(self) -> RecoveryMarker:
         with self._lock:

@@ -26,8 +26,6 @@ from .base import ActionStateStore
 SCHEMES = ("memory:", "sqlite:PATH", "redis://HOST:PORT/DB", "kafka://HOST:PORT/TOPIC")
 TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 _DIGITS = re.compile(r"^[0-9]{1,10}$")
-#: Record formats of the Kafka store (``?format=``); the first is the default.
-KAFKA_FORMATS = ("native", "flink-agents")
 #: Redis numbers its databases with a C int.
 MAX_REDIS_DB = 2**31 - 1
 #: scheme -> (module to import, extra that installs it)
@@ -134,8 +132,11 @@ def _kafka_options(url: str, query: str) -> tuple[int | None, float | None, str 
         if not 0 < timeout <= 3600:
             raise _bad(url, "bad timeout: expected seconds, more than 0 and at most 3600")
     fmt = values.get("format")
-    if fmt is not None and fmt not in KAFKA_FORMATS:
-        raise _bad(url, f"bad format {fmt!r}: expected one of {', '.join(KAFKA_FORMATS)}")
+    if fmt is not None:
+        from .kafka_flink_format import FORMATS
+
+        if fmt not in FORMATS:
+            raise _bad(url, f"bad format {fmt!r}: expected one of {', '.join(FORMATS)}")
     return partitions, timeout, fmt
 
 
@@ -198,6 +199,7 @@ def open_store(url: str, *, timeout: float = 5.0, isolated: bool = False) -> Act
 
         return RedisStore.from_url(url, timeout=timeout, namespace=unique_namespace() if isolated else "durable")
     from .kafka import KafkaStore
+    from .kafka_flink_format import NATIVE
 
     if isolated:
         topic = f"{parsed.path}-{uuid.uuid4().hex[:12]}"
@@ -206,7 +208,7 @@ def open_store(url: str, *, timeout: float = 5.0, isolated: bool = False) -> Act
             topic,
             partitions=parsed.partitions or 4,
             timeout=parsed.timeout or timeout,
-            format=parsed.format or KAFKA_FORMATS[0],
+            format=parsed.format or NATIVE,
         )
     return KafkaStore.from_url(url, timeout=parsed.timeout or timeout)
 
