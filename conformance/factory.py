@@ -85,6 +85,7 @@ def factory_from_url(url: str, workdir: Path | None = None) -> StoreFactory:
             if parsed.path:
                 return Path(parsed.path)
             if workdir is not None:
+                workdir.mkdir(parents=True, exist_ok=True)
                 return workdir / "stores.db"
             if not scratch:
                 scratch.append(Path(tempfile.mkdtemp(prefix="durable-certify-")))
@@ -92,7 +93,6 @@ def factory_from_url(url: str, workdir: Path | None = None) -> StoreFactory:
 
         def new() -> ActionStateStore:
             path = database()
-            path.parent.mkdir(parents=True, exist_ok=True)
             made.append(SqliteStore(path, namespace=unique_namespace()))
             return made[-1]
 

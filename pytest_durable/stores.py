@@ -52,7 +52,6 @@ class Stores:
                 if self._tmp is None:
                     raise StoreUrlError(f"store URL {self.url!r}: sqlite: needs a file path (sqlite:PATH)")
                 self._file = self._tmp() / "durable.db"
-            self._file.parent.mkdir(parents=True, exist_ok=True)
             store = SqliteStore(self._file, namespace=unique_namespace())
             self.made.append(store.namespace)
         else:
