@@ -5,13 +5,12 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
+from .builtin_actions import chat_action, tool_call_action
+from .context import RunnerContext
 from .events import ChatRequestEvent, Event, ToolRequestEvent, ToolResponseEvent, event_type_of
 from .records import ActionRef
-
-if TYPE_CHECKING:
-    from .context import RunnerContext
 
 F = TypeVar("F")
 
@@ -88,9 +87,6 @@ class Agent:
     @classmethod
     def builtin_actions(cls) -> list[ActionSpec]:
         """Actions the framework adds for the agent's ``tools`` and ``chat_models``."""
-        # Imported here: an agent without tools or models never loads the batch machinery they use.
-        from .builtin_actions import chat_action, tool_call_action
-
         tools, models = cls.tools, cls.chat_models
         specs: list[ActionSpec] = []
         if tools:
@@ -98,7 +94,7 @@ class Agent:
             async def run_tools(event: Event, ctx: RunnerContext) -> None:
                 await tool_call_action(event, ctx, tools)
 
-            triggers = (ToolRequestEvent.TYPE,)
+            triggers: tuple[str, ...] = (ToolRequestEvent.TYPE,)
             ref = ActionRef("tool_call_action", tool_call_action.__module__, "tool_call_action", triggers)
             specs.append(ActionSpec("tool_call_action", run_tools, ref, True))
         if models:
