@@ -27,13 +27,11 @@ assertion rewriting just before that, so a failed check shows the values it comp
 from __future__ import annotations
 
 import importlib
-import sys
 from typing import TYPE_CHECKING, Any
 
 from reference_runtime._version import __version__ as SUITE_VERSION  # one version for the distribution
 
-#: Modules whose ``assert`` statements are checks: rewritten by pytest when imported inside a session.
-CHECK_MODULES = ("conformance.store_suite", "conformance.runner_suite", "conformance.model", "conformance.crash")
+from .session import CHECK_MODULES, register_assert_rewrite
 
 _EXPORTS = {
     "CAPABILITIES": "factory",
@@ -53,16 +51,6 @@ if TYPE_CHECKING:
     from .store_suite import StoreConformance
 
 
-def register_assert_rewrite() -> None:
-    """Mark the kit's check modules for pytest's assertion rewriting (those not imported yet; an
-    imported module cannot be rewritten any more)."""
-    fresh = [m for m in CHECK_MODULES if m not in sys.modules]
-    if fresh and "pytest" in sys.modules:
-        import pytest
-
-        pytest.register_assert_rewrite(*fresh)
-
-
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
@@ -75,6 +63,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "CAPABILITIES",
+    "CHECK_MODULES",
     "RUNNER_CAPABILITIES",
     "SUITE_VERSION",
     "RunFunction",
@@ -83,4 +72,5 @@ __all__ = [
     "StoreConformance",
     "StoreFactory",
     "factory_from_url",
+    "register_assert_rewrite",
 ]

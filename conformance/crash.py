@@ -24,6 +24,7 @@ from reference_runtime.stores.base import ActionStateStore, RecoveryMarker
 
 from .factory import StoreFactory
 from .marks import capability, clause
+from .session import session_seed
 from .states import ref, same_state, typed
 
 ROUNDS = 32
@@ -112,8 +113,6 @@ class KillConformance:
             pytest.skip("backend does not declare the 'mid_write_kill' capability")
         if factory.reopen is None or not hasattr(os, "fork"):
             pytest.fail("STORE-7: 'mid_write_kill' needs a factory with reopen and a platform with os.fork")
-        from .plugin import session_seed
-
         rng = random.Random(session_seed(request.config))
         store = factory.new()
         marker = store.get_recovery_marker()

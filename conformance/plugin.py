@@ -21,9 +21,10 @@ from typing import Any
 
 import pytest
 
-from . import CHECK_MODULES, SUITE_VERSION, register_assert_rewrite
+from . import SUITE_VERSION
 from . import known_failures as kf
 from .marks import capability_of, clauses_of
+from .session import CHECK_MODULES, RECORDER_NAME, register_assert_rewrite
 
 LEVELS = ("FULL", "BASE", "PARTIAL", "NONE")
 #: Capabilities that are a backend's baseline: a store's ``core``, a runner's ``runner``.
@@ -153,13 +154,6 @@ def _recorder(config: pytest.Config) -> _Recorder | None:
     return config.stash.get(_RECORDER, None)
 
 
-def session_seed(config: pytest.Config) -> int | None:
-    """The seed of this run's randomized checks (the same on every xdist worker), or None when the plugin
-    is not loaded."""
-    rec = _recorder(config)
-    return None if rec is None else rec.seed
-
-
 def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
@@ -184,7 +178,7 @@ class _Recorder:
                 self.known = kf.load(self.known_path)
             except kf.KnownFailuresError as exc:
                 raise pytest.UsageError(str(exc)) from exc
-        config.pluginmanager.register(self, "durable-conformance-recorder")
+        config.pluginmanager.register(self, RECORDER_NAME)
 
     def _known_failures_path(self) -> Path | None:
         option = self.config.getoption("--durable-known-failures", None)

@@ -22,6 +22,7 @@ from reference_runtime.stores.base import ActionStateStore
 from .crash import KillConformance
 from .factory import StoreFactory
 from .marks import capability, clause
+from .session import session_seed
 from .states import (  # re-exported: checks written elsewhere use them from here
     ACTION,
     AWKWARD_KEYS,
@@ -496,7 +497,6 @@ class ModelConformance:
         from hypothesis.stateful import run_state_machine_as_test
 
         from .model import make_machine
-        from .plugin import session_seed
 
         machine = make_machine(durable_store_factory)
         run_seed = session_seed(request.config)

@@ -34,6 +34,9 @@ _PREVIEW = 200
 
 @dataclass
 class CallView:
+    """One call record as ``durable inspect`` shows it: ``result`` and ``exception`` are previews decoded by
+    the restricted loader, ``decode_error`` says why a payload could not be decoded."""
+
     index: int
     function_id: str
     args_digest: str
@@ -47,6 +50,9 @@ class CallView:
 
 @dataclass
 class StateView:
+    """One action state as ``durable inspect`` shows it (events and memory as JSON data); ``error`` says why
+    a record could not be read, the other fields then hold what could."""
+
     key: str | None
     seq: int | None
     action: str | None
@@ -251,7 +257,7 @@ def _compact(value: Any) -> str:
     return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
 
 
-def render(url: str, views: list[StateView]) -> str:
+def render_inspection(url: str, views: list[StateView]) -> str:
     """The human table ``durable inspect`` prints."""
     lines = [f"{url}: {len(views)} action state{'s' if len(views) != 1 else ''}"]
     for v in views:
@@ -310,5 +316,5 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps([asdict(v) for v in views], ensure_ascii=False, indent=1, default=repr))
     else:
-        print(render(args.url, views))
+        print(render_inspection(args.url, views))
     return 1 if any(v.error or any(c.decode_error for c in v.calls) for v in views) else 0

@@ -7,7 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
-from .events import Event, event_type_of
+from .builtin_actions import chat_action, tool_call_action
+from .context import RunnerContext
+from .events import ChatRequestEvent, Event, ToolRequestEvent, ToolResponseEvent, event_type_of
 from .records import ActionRef
 
 F = TypeVar("F")
@@ -85,6 +87,22 @@ class Agent:
     @classmethod
     def builtin_actions(cls) -> list[ActionSpec]:
         """Actions the framework adds for the agent's ``tools`` and ``chat_models``."""
-        from .builtin_actions import builtin_action_specs
+        tools, models = cls.tools, cls.chat_models
+        specs: list[ActionSpec] = []
+        if tools:
 
-        return builtin_action_specs(cls.tools, cls.chat_models)
+            async def run_tools(event: Event, ctx: RunnerContext) -> None:
+                await tool_call_action(event, ctx, tools)
+
+            triggers: tuple[str, ...] = (ToolRequestEvent.TYPE,)
+            ref = ActionRef("tool_call_action", tool_call_action.__module__, "tool_call_action", triggers)
+            specs.append(ActionSpec("tool_call_action", run_tools, ref, True))
+        if models:
+
+            async def run_chat(event: Event, ctx: RunnerContext) -> None:
+                await chat_action(event, ctx, models)
+
+            triggers = (ChatRequestEvent.TYPE, ToolResponseEvent.TYPE)
+            ref = ActionRef("chat_model_action", chat_action.__module__, "chat_action", triggers)
+            specs.append(ActionSpec("chat_model_action", run_chat, ref, True))
+        return specs

@@ -178,26 +178,3 @@ async def chat_action(event: Event, ctx: RunnerContext, models: Mapping[str, Cha
         ctx.send_event(request)
     else:
         ctx.send_event(ChatResponseEvent(request_id, answer.get("content")))
-
-
-def builtin_action_specs(tools: Mapping[str, Callable[..., Any]], models: Mapping[str, ChatModel]) -> list[Any]:
-    """The built-in actions an agent gets for its registered tools and chat models."""
-    from .agent import ActionSpec
-    from .records import ActionRef
-
-    specs: list[Any] = []
-    if tools:
-
-        async def run_tools(event: Event, ctx: RunnerContext) -> None:
-            await tool_call_action(event, ctx, tools)
-
-        ref = ActionRef("tool_call_action", __name__, "tool_call_action", (ToolRequestEvent.TYPE,))
-        specs.append(ActionSpec("tool_call_action", run_tools, ref, True))
-    if models:
-
-        async def run_chat(event: Event, ctx: RunnerContext) -> None:
-            await chat_action(event, ctx, models)
-
-        ref = ActionRef("chat_model_action", __name__, "chat_action", (ChatRequestEvent.TYPE, ToolResponseEvent.TYPE))
-        specs.append(ActionSpec("chat_model_action", run_chat, ref, True))
-    return specs

@@ -234,7 +234,8 @@ _FAMILIES: list[tuple[Callable[[type], bool], Callable[[type, Event, dict[str, A
 def register_event_family(
     owns: Callable[[type], bool], rebuild: Callable[[type, Event, dict[str, Any]], Event]
 ) -> None:
-    """Let a store rebuild events of classes outside :class:`Event` (used by the flink_agents adapter)."""
+    """Let a store rebuild events of classes outside :class:`Event`. The ``flink_agents`` adapter's family
+    is registered when ``reference_runtime`` is imported (this module never imports the adapter)."""
     _FAMILIES.append((owns, rebuild))
 
 
@@ -262,18 +263,9 @@ def resolve_event_class(path: str) -> type:
         raise LookupError(f"event class {path} cannot be imported ({type(exc).__name__}: {exc})") from None
     if isinstance(obj, type) and issubclass(obj, Event):
         return obj
-    if isinstance(obj, type):
-        _load_families()
-        if any(owns(obj) for owns, _ in _FAMILIES):
-            return obj
+    if isinstance(obj, type) and any(owns(obj) for owns, _ in _FAMILIES):
+        return obj
     raise TypeError(f"{path} is not an Event class")
-
-
-def _load_families() -> None:
-    # The flink_agents family registers itself on import; it is only needed once a record names a class
-    # that flink_agents defines, which means flink_agents is already imported.
-    if "flink_agents.api.events.event" in sys.modules:
-        from .flink_agents_compat import events as _flink_events  # noqa: F401
 
 
 def rebuild_event(path: str, base: Event, fields: dict[str, Any]) -> Event:

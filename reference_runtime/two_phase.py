@@ -51,6 +51,8 @@ class TwoPhaseCommitError(DurableError):
 
 
 def is_two_phase(obj: Any) -> bool:
+    """Whether ``durable_execute`` runs ``obj`` as a two-phase commit: an instance (not a class) with callable
+    ``prepare``, ``commit`` and ``abort``."""
     # Spelled out (no all(<genexpr>)): every durable call asks, and a plain function fails at "prepare".
     return (
         callable(getattr(obj, "prepare", None))

@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from ..agent import Agent
+from ..events import Event, register_event_family
 
 #: Payload classes of flink_agents that the default codec admits for an adapted agent: plain data
 #: models a chat model returns (spec PAY-3 still holds for everything else).
@@ -37,6 +38,23 @@ def is_agent(obj: Any) -> bool:
     """Whether the runner accepts ``obj`` as an agent: a ``reference_runtime.Agent`` subclass, or a
     ``flink_agents`` agent class or instance."""
     return (isinstance(obj, type) and issubclass(obj, Agent)) or is_flink_agent(obj)
+
+
+def _is_flink_event_class(cls: type) -> bool:
+    module = sys.modules.get("flink_agents.api.events.event")
+    return module is not None and issubclass(cls, module.Event)
+
+
+def _rebuild_flink_event(cls: Any, base: Event, fields: dict[str, Any]) -> Event:
+    from .events import rebuild_stored
+
+    return rebuild_stored(cls, base, fields)
+
+
+# Stores rebuild flink_agents events through this family (spec EVT-1). It is registered when this package
+# is imported, which ``reference_runtime`` does, so the runtime's event module never imports the adapter;
+# a record can only name a flink_agents class once flink_agents is imported (EVT-3), hence sys.modules.
+register_event_family(_is_flink_event_class, _rebuild_flink_event)
 
 
 def runtime_agent(obj: Any) -> type[Agent]:

@@ -15,7 +15,7 @@ from flink_agents.api.events.event import Event as FlinkEvent
 from flink_agents.api.events.event import InputEvent as FlinkInputEvent
 from flink_agents.api.events.event import OutputEvent as FlinkOutputEvent
 
-from ..events import Event, register_event_family
+from ..events import Event
 
 _BASE_FIELDS = ("id", "type", "attributes")
 #: Built-in flink_agents classes by event type, for events the runtime itself creates (its InputEvent).
@@ -131,17 +131,11 @@ def _own_overrides(cls: type) -> set[str]:
     return names
 
 
-def _owns(cls: type) -> bool:
-    return issubclass(cls, FlinkEvent)
-
-
-def _rebuild(cls: type, base: Event, fields: dict[str, Any]) -> Event:
-    # Validate now, so a record the class refuses fails where it is read (spec EVT-2).
+def rebuild_stored(cls: type[FlinkEvent], base: Event, fields: dict[str, Any]) -> WrappedEvent:
+    """The runtime form of a stored ``flink_agents`` event of class ``cls`` (spec EVT-1), validated now, so
+    a record the class refuses fails where it is read (spec EVT-2)."""
     try:
         build(cls, base.id, base.type, base.attributes, fields)
     except Exception as exc:  # pydantic errors, from_event's assertions: any refusal of the data
         raise ValueError(f"{cls.__qualname__} refuses the stored data: {type(exc).__name__}: {exc}") from None
     return WrappedEvent(cls, base.type, base.attributes, fields, id=base.id)
-
-
-register_event_family(_owns, _rebuild)
