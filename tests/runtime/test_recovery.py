@@ -37,7 +37,7 @@ def make_runner(
 
 def crash_free(agent: type[Agent], store_kind: str, tmp_path: Path, cp: int | None) -> tuple[Any, list[FaultPoint]]:
     agents.reset()
-    agent_reconciled = agents.WithReconciler.RECONCILED
+    agent_reconciled = agents.RECONCILED
     agent_reconciled.clear()
     injector = FaultInjector()
     result = make_runner(agent, store_kind, tmp_path, cp, injector).run(INPUTS)
@@ -66,7 +66,7 @@ def test_crash_at_every_fault_point_recovers_to_the_crash_free_result(
     }
     for point in trace:
         agents.reset()
-        agents.WithReconciler.RECONCILED.clear()
+        agents.RECONCILED.clear()
         injector = FaultInjector([CrashAt.point(point)])
         result = make_runner(agent, store_kind, tmp_path, checkpoint_every, injector).run(INPUTS)
         where = point.describe()
@@ -87,7 +87,7 @@ def test_crash_at_every_fault_point_recovers_to_the_crash_free_result(
             else:
                 assert extra <= 1, f"{call_id} re-executed {extra} times after a crash at {where}"
         if agent is agents.WithReconciler and point.phase is Phase.AFTER_EFFECT:
-            assert len(agents.WithReconciler.RECONCILED) == 1, where
+            assert len(agents.RECONCILED) == 1, where
 
 
 def test_completed_actions_are_skipped_and_their_outputs_not_duplicated() -> None:
