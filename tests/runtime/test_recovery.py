@@ -16,7 +16,13 @@ from reference_runtime.stores.sqlite import SqliteStore
 from . import agents
 
 INPUTS = [("alice", 1), ("bob", 2), ("alice", 3)]
-AGENTS = [agents.ThreeCalls, agents.AsyncCalls, agents.Chained, agents.WithReconciler, agents.Failing]
+AGENTS = {
+    "ThreeCalls": agents.ThreeCalls,
+    "AsyncCalls": agents.AsyncCalls,
+    "Chained": agents.Chained,
+    "WithReconciler": agents.WithReconciler,
+    "Failing": agents.Failing,
+}
 
 
 def make_runner(
@@ -46,7 +52,7 @@ def crash_free(agent: type[Agent], store_kind: str, tmp_path: Path, cp: int | No
 
 @pytest.mark.parametrize("checkpoint_every", [None, 1], ids=["no-checkpoints", "checkpoint-each"])
 @pytest.mark.parametrize("store_kind", ["memory", "sqlite"])
-@pytest.mark.parametrize("agent", AGENTS, ids=lambda a: a.__name__)
+@pytest.mark.parametrize("agent", AGENTS.values(), ids=AGENTS.keys())
 def test_crash_at_every_fault_point_recovers_to_the_crash_free_result(
     agent: type[Agent], store_kind: str, checkpoint_every: int | None, tmp_path: Path
 ) -> None:
