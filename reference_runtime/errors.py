@@ -15,16 +15,22 @@ class Location:
     call_index: int | None = None
 
     def __str__(self) -> str:
-        parts = []
-        if self.key is not None:
-            parts.append(f"key={self.key!r}")
-        if self.seq is not None:
-            parts.append(f"seq={self.seq}")
-        if self.action is not None:
-            parts.append(f"action={self.action!r}")
-        if self.call_index is not None:
-            parts.append(f"call_index={self.call_index}")
-        return ", ".join(parts) or "<no location>"
+        return ", ".join(location_parts(self.key, self.seq, self.action, self.call_index)) or "<no location>"
+
+
+def location_parts(key: str | None, seq: int | None, action: str | None, call_index: int | None) -> list[str]:
+    """``key='k'``, ``seq=3``, ``action='a'``, ``call_index=1`` for the fields that are set, in that order:
+    the one way errors, fault points and crash selectors name a place."""
+    parts = []
+    if key is not None:
+        parts.append(f"key={key!r}")
+    if seq is not None:
+        parts.append(f"seq={seq}")
+    if action is not None:
+        parts.append(f"action={action!r}")
+    if call_index is not None:
+        parts.append(f"call_index={call_index}")
+    return parts
 
 
 class DurableError(Exception):

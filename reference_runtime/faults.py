@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from .errors import DurableError
+from .errors import DurableError, location_parts
 
 
 class Phase(enum.StrEnum):
@@ -57,15 +57,7 @@ class FaultPoint(NamedTuple):
         return self.phase.value
 
     def describe(self) -> str:
-        parts = [self.phase.value]
-        if self.key is not None:
-            parts.append(f"key={self.key!r}")
-        if self.seq is not None:
-            parts.append(f"seq={self.seq}")
-        if self.action is not None:
-            parts.append(f"action={self.action!r}")
-        if self.call_index is not None:
-            parts.append(f"call_index={self.call_index}")
+        parts = [self.phase.value, *location_parts(self.key, self.seq, self.action, self.call_index)]
         if self.function_id is not None:
             parts.append(f"function={self.function_id}")
         return " ".join(parts)
@@ -105,11 +97,7 @@ class CrashAt:
     def describe(self) -> str:
         """The fields that narrow this selector, e.g. ``CrashAt(after-effect, call_index=1)``."""
         parts = [] if self.phase is None else [self.phase.value]
-        parts += [
-            f"{name}={value!r}"
-            for name in ("key", "seq", "action", "call_index")
-            if (value := getattr(self, name)) is not None
-        ]
+        parts += location_parts(self.key, self.seq, self.action, self.call_index)
         if self.nth != 1:
             parts.append(f"nth={self.nth}")
         return f"CrashAt({', '.join(parts)})"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Generator
 from typing import Any, Protocol, runtime_checkable
 
 from .durable import ActionExecution
@@ -170,6 +170,29 @@ class _Plan:
         )
 
 
+#: One call of the protocol: (function, args, options) for ``ActionExecution.execute``.
+_Step = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
+
+
+def _protocol(plan: _Plan) -> Generator[_Step, Any, Any]:
+    """Prepare, commit (abort if commit fails), written once for both drivers: it yields each call to make
+    and is sent the call's result, or has the call's exception thrown in; it returns what commit returned."""
+    prepared = yield plan.prepare()
+    try:
+        return (yield plan.commit(prepared))
+    except DurableError as exc:  # the runtime failed to record the commit: it may have run, never abort
+        _committed_unrecorded(exc, plan.base)
+        raise
+    except Exception as commit_error:
+        try:
+            yield plan.abort(prepared)
+        except DurableError:
+            raise
+        except Exception as abort_error:
+            _attach_abort_failure(commit_error, abort_error)
+        raise
+
+
 def execute_two_phase(
     ex: ActionExecution,
     op: TwoPhaseCommit,
@@ -179,24 +202,21 @@ def execute_two_phase(
     retry: RetryPolicy | None = None,
 ) -> Any:
     """Prepare, commit (abort if commit fails); returns what ``commit`` returned."""
-    plan = _Plan(op, durable_id, reconcilers, retry)
-    func, args, options = plan.prepare()
-    prepared = ex.execute(func, args, {}, **options)
-    func, args, options = plan.commit(prepared)
+    protocol = _protocol(_Plan(op, durable_id, reconcilers, retry))
     try:
-        return ex.execute(func, args, {}, **options)
-    except DurableError as exc:  # the runtime failed to record the commit: it may have run, never abort
-        _committed_unrecorded(exc, plan.base)
-        raise
-    except Exception as commit_error:
-        func, args, options = plan.abort(prepared)
-        try:
-            ex.execute(func, args, {}, **options)
-        except DurableError:
-            raise
-        except Exception as abort_error:
-            _attach_abort_failure(commit_error, abort_error)
-        raise
+        step = next(protocol)
+        while True:
+            func, args, options = step
+            try:
+                result = ex.execute(func, args, {}, **options)
+            except Exception as exc:
+                step = protocol.throw(exc)
+            else:
+                step = protocol.send(result)
+    except StopIteration as done:
+        return done.value
+    finally:
+        protocol.close()
 
 
 async def execute_two_phase_async(
@@ -208,23 +228,18 @@ async def execute_two_phase_async(
     retry: RetryPolicy | None = None,
 ) -> Any:
     """The ``durable_execute_async`` form of :func:`execute_two_phase` (work on the async pool)."""
-    plan = _Plan(op, durable_id, reconcilers, retry)
-
-    def call(step: tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]) -> Awaitable[Any]:
-        func, args, options = step
-        return ex.execute_async(func, args, {}, **options)
-
-    prepared = await call(plan.prepare())
+    protocol = _protocol(_Plan(op, durable_id, reconcilers, retry))
     try:
-        return await call(plan.commit(prepared))
-    except DurableError as exc:
-        _committed_unrecorded(exc, plan.base)
-        raise
-    except Exception as commit_error:
-        try:
-            await call(plan.abort(prepared))
-        except DurableError:
-            raise
-        except Exception as abort_error:
-            _attach_abort_failure(commit_error, abort_error)
-        raise
+        step = next(protocol)
+        while True:
+            func, args, options = step
+            try:
+                result = await ex.execute_async(func, args, {}, **options)
+            except Exception as exc:
+                step = protocol.throw(exc)
+            else:
+                step = protocol.send(result)
+    except StopIteration as done:
+        return done.value
+    finally:
+        protocol.close()

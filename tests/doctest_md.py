@@ -136,19 +136,24 @@ def commands(block: Block) -> Iterator[tuple[str, int]]:
             yield line, expected
 
 
+def run_bash(command: str, cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """``command`` run by bash in ``cwd`` with no input, its output captured as text."""
+    return subprocess.run(
+        ["bash", "-c", command],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
 def _run_shell(block: Block, cwd: Path) -> None:
     env = {**os.environ, "DOCTEST_PYTHON": sys.executable, "DOCTEST_ROOT": str(ROOT), "NO_COLOR": "1"}
     for line, expected in commands(block):
         try:
-            done = subprocess.run(
-                ["bash", "-c", _SHELL_PRELUDE + line],
-                cwd=cwd,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=COMMAND_TIMEOUT,
-                stdin=subprocess.DEVNULL,
-            )
+            done = run_bash(_SHELL_PRELUDE + line, cwd, env, COMMAND_TIMEOUT)
         except subprocess.TimeoutExpired as e:
             raise DocTestError(f"{block.where}: `{line}` did not finish in {COMMAND_TIMEOUT} s") from e
         if done.returncode != expected:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.doctest_md import ROOT, blocks
+from tests.doctest_md import ROOT, blocks, run_bash
 
 pytestmark = pytest.mark.fresh_clone
 
@@ -41,15 +41,7 @@ def readme_setup_commands() -> tuple[str, str]:
 
 
 def _run(command: str, cwd: Path, env: dict[str, str], timeout: int) -> str:
-    done = subprocess.run(
-        ["bash", "-c", command],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
+    done = run_bash(command, cwd, env, timeout)
     output = done.stdout + done.stderr
     assert done.returncode == 0, f"`{command}` exited {done.returncode} in a fresh clone:\n{output[-6000:]}"
     return output

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from conformance import RunnerFactory
+from conformance import RunFunction, RunnerFactory
 from reference_runtime import Agent, FaultInjector, Runner, RunResult, SimulatedCrash
 from reference_runtime.durable import MismatchMode
 from reference_runtime.records import ActionState, StateRef
@@ -13,18 +15,59 @@ from reference_runtime.stores.base import ActionStateStore
 from reference_runtime.stores.memory import InMemoryStore
 
 
-def forgetful(
-    agent: type[Agent],
-    inputs: Sequence[tuple[str, Any]],
-    *,
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-) -> RunResult:
+@dataclass(frozen=True)
+class RunArgs:
+    """The arguments the kit hands a run function (:class:`conformance.RunFunction`), in one value."""
+
+    agent: type[Agent]
+    inputs: Sequence[tuple[str, Any]]
+    store: ActionStateStore
+    injector: FaultInjector
+    mismatch: MismatchMode
+    config: Mapping[str, Any]
+
+    def runner(
+        self,
+        cls: type[Runner] = Runner,
+        *,
+        store: ActionStateStore | None = None,
+        mismatch: MismatchMode | None = None,
+        config: Mapping[str, Any] | None = None,
+    ) -> Runner:
+        """A reference runner over these arguments; ``store``, ``mismatch`` and ``config`` replace the
+        kit's where given (a broken runner's one change)."""
+        return cls(
+            self.agent,
+            self.store if store is None else store,
+            injector=self.injector,
+            mismatch=self.mismatch if mismatch is None else mismatch,
+            config=self.config if config is None else config,
+        )
+
+
+def run_function(body: Callable[[RunArgs], RunResult]) -> RunFunction:
+    """``body`` as a run function the kit can call, under the body's name and docstring."""
+
+    @functools.wraps(body)
+    def run(
+        agent: type[Agent],
+        inputs: Sequence[tuple[str, Any]],
+        *,
+        store: ActionStateStore,
+        injector: FaultInjector,
+        mismatch: MismatchMode,
+        config: Mapping[str, Any],
+    ) -> RunResult:
+        return body(RunArgs(agent, inputs, store, injector, mismatch, config))
+
+    return run
+
+
+@run_function
+def forgetful(run: RunArgs) -> RunResult:
     """Recovers against an empty store: every call executes again."""
-    runner = Runner(agent, store, injector=injector, mismatch=mismatch, config=config)
-    runner.inputs.extend(inputs)
+    runner = run.runner()
+    runner.inputs.extend(run.inputs)
     while True:
         try:
             runner.process()
@@ -35,32 +78,16 @@ def forgetful(
             runner.fail_over()
 
 
-def always_lenient(
-    agent: type[Agent],
-    inputs: Sequence[tuple[str, Any]],
-    *,
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-) -> RunResult:
+@run_function
+def always_lenient(run: RunArgs) -> RunResult:
     """Ignores the mismatch mode."""
-    return Runner(agent, store, injector=injector, mismatch="lenient", config=config).run(inputs)
+    return run.runner(mismatch="lenient").run(run.inputs)
 
 
-def no_reconcilers(
-    agent: type[Agent],
-    inputs: Sequence[tuple[str, Any]],
-    *,
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-) -> RunResult:
+@run_function
+def no_reconcilers(run: RunArgs) -> RunResult:
     """Drops every reconciler (the DE-14 test switch), so in-flight calls run again."""
-    return Runner(
-        agent, store, injector=injector, mismatch=mismatch, config={**config, "durable-execution.reconcilers": False}
-    ).run(inputs)
+    return run.runner(config={**run.config, "durable-execution.reconcilers": False}).run(run.inputs)
 
 
 class _NeverCompleted:
@@ -79,18 +106,11 @@ class _NeverCompleted:
         return getattr(self.inner, name)
 
 
-def reruns_completed(
-    agent: type[Agent],
-    inputs: Sequence[tuple[str, Any]],
-    *,
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-) -> RunResult:
+@run_function
+def reruns_completed(run: RunArgs) -> RunResult:
     """Runs completed actions again on recovery instead of skipping them."""
-    view: Any = _NeverCompleted(store)
-    return Runner(agent, view, injector=injector, mismatch=mismatch, config=config).run(inputs)
+    view: Any = _NeverCompleted(run.store)
+    return run.runner(store=view).run(run.inputs)
 
 
 def factory(name: str) -> RunnerFactory:

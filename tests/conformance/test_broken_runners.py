@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
+
+from .kit_run import failed_clauses, run_kit
 
 pytest_plugins = ["pytester"]
 
@@ -32,22 +31,9 @@ class TestBroken(RunnerConformance):
 )
 def test_broken_runner_fails_the_right_clause(pytester: pytest.Pytester, name: str, clauses: set[str]) -> None:
     """CONF-2, CONF-4: a known runner bug is caught by the runner suite, under the clause describing it."""
-    pytester.makepyfile(test_broken=SUITE.format(name=name))
-    pytester.syspathinsert(str(Path(__file__).resolve().parents[2]))
-    report = pytester.path / "report.json"
-    result = pytester.runpytest(
-        "-p",
-        "conformance.plugin",
-        "--durable-conformance-report",
-        str(report),
-        "-p",
-        "no:randomly",
-        "-p",
-        "no:benchmark",
-    )
+    result, doc = run_kit(pytester, SUITE.format(name=name))
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    doc = json.loads(report.read_text())
-    failed = {c for chk in doc["checks"] if chk["outcome"] == "failed" for c in chk["clauses"]}
+    failed = failed_clauses(doc)
     assert clauses <= failed, failed
     assert doc["level"] in ("PARTIAL", "NONE")
     assert doc["capabilities"]["runner"]["level"] == "PARTIAL"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
+
+from .kit_run import failed_clauses, run_kit
 
 pytest_plugins = ["pytester"]
 
@@ -32,19 +32,7 @@ class TestBroken(StoreConformance):
 )
 def test_broken_store_fails_the_right_clause(pytester: pytest.Pytester, cls: str, clause: str) -> None:
     """CONF-2: a known bug is caught, and the failing clause is the one that describes it."""
-    import os
-    from pathlib import Path
-
-    pytester.makepyfile(test_broken=SUITE.format(cls=cls))
-    report = pytester.path / "report.json"
-    root = str(Path(__file__).resolve().parents[2])
-    pytester.syspathinsert(root)
-    os.environ.setdefault("PYTHONPATH", root)
-    result = pytester.runpytest(
-        "-p", "conformance.plugin", "--durable-conformance-report", str(report), "-p", "no:randomly"
-    )
+    result, doc = run_kit(pytester, SUITE.format(cls=cls))
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    doc = json.loads(report.read_text())
-    failed = {c for chk in doc["checks"] if chk["outcome"] == "failed" for c in chk["clauses"]}
-    assert clause in failed
+    assert clause in failed_clauses(doc)
     assert doc["level"] in ("PARTIAL", "NONE")

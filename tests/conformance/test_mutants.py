@@ -7,12 +7,12 @@ stays within a couple of minutes and spreads over pytest-xdist workers.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conformance.kit_run import run_kit
 from tests.conformance.mutants import CONTROLS, MUTANTS
 
 pytest_plugins = ["pytester"]
@@ -51,27 +51,8 @@ class TestMutant(RunnerConformance):
 
 
 def certify(pytester: pytest.Pytester, name: str, kind: str, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
-    pytester.makepyfile(test_mutant=(STORE_SUITE if kind == "store" else RUNNER_SUITE).format(name=name))
-    pytester.syspathinsert(str(ROOT))
-    report = pytester.path / "report.json"
-    result = pytester.runpytest_inprocess(
-        "-p",
-        "conformance.plugin",
-        "--durable-conformance-report",
-        str(report),
-        "--durable-conformance-seed",
-        "16",
-        "-p",
-        "no:randomly",
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:benchmark",
-        "-q",
-        *args,
-    )
-    doc: dict[str, Any] = json.loads(report.read_text()) if report.exists() else {}
-    return result, doc
+    suite = (STORE_SUITE if kind == "store" else RUNNER_SUITE).format(name=name)
+    return run_kit(pytester, suite, "--durable-conformance-seed", "16", "-p", "no:cacheprovider", "-q", *args)
 
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))

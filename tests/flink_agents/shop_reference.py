@@ -54,18 +54,10 @@ class ShopTwin(Agent):
         done(event, ctx)
 
 
-class UnsafeShopTwin(Agent):
-    @action("_input_event")
-    @staticmethod
-    def quote(event: Event, ctx: RunnerContext) -> None:
-        quote(event, ctx)
+class UnsafeShopTwin(ShopTwin):
+    """:class:`ShopTwin` paying without a reconciler (a reference agent inherits its base's actions)."""
 
     @action(Quoted)
     @staticmethod
     def pay(event: Event, ctx: RunnerContext) -> None:
         pay(event, ctx, reconcile=False)
-
-    @action("shop_paid")
-    @staticmethod
-    def done(event: Event, ctx: RunnerContext) -> None:
-        done(event, ctx)

@@ -17,6 +17,8 @@ import pytest
 from pytest_durable.cli import main as durable
 from tests.stores.redis_server import free_port
 
+from .projects import REFUND_AGENT
+
 pytest_plugins = ["pytester"]
 ROOT = Path(__file__).resolve().parents[2]
 BAD_URLS = [
@@ -223,21 +225,13 @@ def test_certify_deletes_its_redis_keys(real_redis: str) -> None:
     assert _keys(real_redis) == before
 
 
-PLUGIN_TEST = """
-from reference_runtime import Agent, Event, InputEvent, OutputEvent, RunnerContext, action
-
-def charge(amount):
-    return f"charged {amount}"
-
-class Refund(Agent):
-    @action(InputEvent)
-    @staticmethod
-    def handle(event: Event, ctx: RunnerContext) -> None:
-        ctx.send_event(OutputEvent(ctx.durable_execute(charge, event.attributes["input"])))
-
+PLUGIN_TEST = (
+    REFUND_AGENT
+    + """
 def test_sweep(durable):
     durable.sweep(Refund, [("k", 1), ("j", 2)])
 """
+)
 
 
 def test_the_plugin_deletes_its_redis_keys(real_redis: str, pytester: pytest.Pytester) -> None:

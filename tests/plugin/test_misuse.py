@@ -13,26 +13,14 @@ from reference_runtime import Agent, Event, InputEvent, OutputEvent, RunnerConte
 from reference_runtime.stores.memory import InMemoryStore
 
 from . import verdict_agents
+from .projects import REFUND_AGENT
 from .verdict_agents import Reconciled
 
 pytest_plugins = ["pytester"]
 
-AGENT = """
-from reference_runtime import Agent, Event, InputEvent, OutputEvent, RunnerContext, action
-
-def charge(amount):
-    return f"charged {amount}"
-
-class Refund(Agent):
-    @action(InputEvent)
-    @staticmethod
-    def handle(event: Event, ctx: RunnerContext) -> None:
-        ctx.send_event(OutputEvent(ctx.durable_execute(charge, event.attributes["input"])))
-"""
-
 
 def _collect(pytester: pytest.Pytester, test: str) -> pytest.RunResult:
-    pytester.makepyfile(agent_mod=AGENT, test_user="import pytest\nfrom agent_mod import Refund\n" + test)
+    pytester.makepyfile(agent_mod=REFUND_AGENT, test_user="import pytest\nfrom agent_mod import Refund\n" + test)
     return pytester.runpytest_subprocess("-p", "no:cacheprovider")
 
 

@@ -1,51 +1,41 @@
-"""Agents and durable functions shared by the runtime tests (a module, so function ids are stable)."""
+"""Agents and durable functions shared by the runtime tests (a module, so function ids are stable).
+
+``step``, the three-call agents and the reconciled agent are the conformance kit's own: one definition
+serves the kit's checks and these tests. Real side effects are counted in the kit's ledger.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
-from reference_runtime import Agent, Event, InputEvent, OutputEvent, RunnerContext, action, current_call
+from conformance.agents import LEDGER, reset, step
+from conformance.agents import AsyncSteps as AsyncCalls
+from conformance.agents import Reconciled as WithReconciler
+from conformance.agents import Steps as ThreeCalls
+from reference_runtime import Agent, Event, InputEvent, OutputEvent, RunnerContext, action
 
-#: Every real side effect, keyed by idempotency call id; tests reset it.
-EFFECTS: Counter[str] = Counter()
+__all__ = [
+    "EFFECTS",
+    "RECONCILED",
+    "AsyncCalls",
+    "Chained",
+    "Failing",
+    "ThreeCalls",
+    "WithReconciler",
+    "fail_once",
+    "reset",
+    "step",
+]
 
-
-def reset() -> None:
-    EFFECTS.clear()
-
-
-def step(i: int) -> int:
-    EFFECTS[current_call().idempotency_key] += 1
-    return i * 10
+#: Every real side effect, keyed by idempotency call id; :func:`reset` clears it (in place).
+EFFECTS: Counter[str] = LEDGER.effects
+#: Idempotency call ids of the calls whose reconciler ran (``WithReconciler``); :func:`reset` clears it.
+RECONCILED: list[str] = LEDGER.reconciled
 
 
 def fail_once(i: int) -> int:
-    EFFECTS[current_call().idempotency_key] += 1
+    LEDGER.effect()
     raise ValueError(f"boom {i}")
-
-
-class ThreeCalls(Agent):
-    @action(InputEvent)
-    @staticmethod
-    def work(event: Event, ctx: RunnerContext) -> None:
-        total = 0
-        for i in range(3):
-            total += ctx.durable_execute(step, i + event.attributes["input"])
-        ctx.short_term_memory.set("total", total)
-        ctx.short_term_memory.set("count", (ctx.short_term_memory.get("count") or 0) + 1)
-        ctx.send_event(OutputEvent(total))
-
-
-class AsyncCalls(Agent):
-    @action(InputEvent)
-    @staticmethod
-    async def work(event: Event, ctx: RunnerContext) -> None:
-        total = 0
-        for i in range(3):
-            total += await ctx.durable_execute_async(step, i + event.attributes["input"])
-        ctx.short_term_memory.set("total", total)
-        ctx.send_event(OutputEvent(total))
 
 
 class Chained(Agent):
@@ -68,24 +58,6 @@ class Chained(Agent):
         ctx.send_event(OutputEvent(value))
 
 
-class WithReconciler(Agent):
-    RECONCILED: list[str] = []
-
-    @action(InputEvent)
-    @staticmethod
-    def work(event: Event, ctx: RunnerContext) -> None:
-        value = event.attributes["input"]
-
-        def check() -> int:
-            # Ask the "external system" whether the effect happened; finish it if it did not.
-            call_id = current_call().idempotency_key
-            WithReconciler.RECONCILED.append(call_id)
-            return value * 10 if EFFECTS[call_id] else step(value)
-
-        out = ctx.durable_execute(step, value, reconciler=check)
-        ctx.send_event(OutputEvent(out))
-
-
 class Failing(Agent):
     @action(InputEvent)
     @staticmethod
@@ -94,7 +66,3 @@ class Failing(Agent):
             ctx.durable_execute(fail_once, event.attributes["input"])
         except ValueError as exc:
             ctx.send_event(OutputEvent(f"caught {exc}"))
-
-
-def outputs_of(result: Any) -> dict[str, list[Any]]:
-    return dict(result.outputs)

@@ -16,14 +16,14 @@ from . import agents
 def _reconciled_after_crash(value: Any) -> bool:
     """Crash after the effect of the agent's one call and report whether recovery ran its reconciler."""
     agents.reset()
-    agents.WithReconciler.RECONCILED.clear()
+    agents.RECONCILED.clear()
     Runner(
         agents.WithReconciler,
         InMemoryStore(),
         injector=FaultInjector([CrashAt(Phase.AFTER_EFFECT)]),
         config={"durable-execution.reconcilers": value},
     ).run([("k", 1)])
-    return bool(agents.WithReconciler.RECONCILED)
+    return bool(agents.RECONCILED)
 
 
 @pytest.mark.parametrize("value", [False, "false", "False", "FALSE", "0", "no", " off "])

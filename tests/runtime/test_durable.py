@@ -12,37 +12,18 @@ from reference_runtime import (
     CallStatus,
     CrashAt,
     FaultInjector,
-    InputEvent,
     NondeterminismError,
     PayloadDecodeError,
     Phase,
     SimulatedCrash,
 )
 from reference_runtime.codecs import CloudpickleCodec
-from reference_runtime.durable import ActionExecution
 from reference_runtime.identity import args_digest, function_id
-from reference_runtime.records import ActionRef, ActionState, StateRef
+from reference_runtime.records import ActionState
 from reference_runtime.stores.memory import InMemoryStore
 
 from . import agents
-
-REF = StateRef("user-1", 4, ActionRef("work", "m", "A.work", ("_input_event",)), InputEvent("x"), "sk")
-
-
-def execution(
-    store: InMemoryStore, *, mode: str = "lenient", injector: FaultInjector | None = None, codec: Any = None
-) -> ActionExecution:
-    state = store.get(REF)
-    if state is None:
-        state = ActionState(task_event=REF.event)
-        store.put(REF, state)
-    return ActionExecution(REF, store, codec or CloudpickleCodec(), state, mode, injector)  # type: ignore[arg-type]
-
-
-def stored(store: InMemoryStore) -> list[CallResult]:
-    state = store.get(REF)
-    assert state is not None
-    return state.call_results
+from .executions import REF, execution, stored
 
 
 @pytest.fixture(autouse=True)
@@ -193,7 +174,7 @@ def test_strict_mismatch_raises_with_expected_and_actual() -> None:
     assert err.actual_function_id == function_id(agents.fail_once)
     assert err.expected_digest == err.actual_digest == args_digest((1,), {})
     assert (err.key, err.seq, err.action, err.call_index) == ("user-1", 4, "work", 0)
-    assert "tests.runtime.agents.step" in str(err) and "fail_once" in str(err)
+    assert "conformance.agents.step" in str(err) and "fail_once" in str(err)
     assert len(stored(store)) == 1
 
 

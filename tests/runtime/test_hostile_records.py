@@ -15,7 +15,6 @@ import pytest
 
 from reference_runtime import Agent, Event, InputEvent, OutputEvent, Runner, RunnerContext, action
 from reference_runtime.codecs import CloudpickleCodec, JavaStyleCodec, RecordBinding
-from reference_runtime.durable import ActionExecution
 from reference_runtime.errors import (
     CorruptRecordError,
     PayloadDecodeError,
@@ -32,8 +31,8 @@ from reference_runtime.stores.memory import InMemoryStore
 from reference_runtime.stores.native import decode_state
 
 from . import agents
+from .executions import REF, execution
 
-REF = StateRef("user-1", 4, ActionRef("work", "m", "A.work", ("_input_event",)), InputEvent("x"), "sk")
 OTHER = StateRef("user-2", 4, ActionRef("work", "m", "A.work", ("_input_event",)), InputEvent("x"), "sk2")
 MB = 1024 * 1024
 
@@ -129,14 +128,6 @@ def test_deep_pickled_value_is_refused_by_depth_limit() -> None:
 
 
 # -- process exits and class state ----------------------------------------------------------------
-def execution(store: InMemoryStore, codec: Any, ref: StateRef = REF) -> ActionExecution:
-    state = store.get(ref)
-    if state is None:
-        state = ActionState(task_event=ref.event)
-        store.put(ref, state)
-    return ActionExecution(ref, store, codec, state)
-
-
 @pytest.mark.parametrize(
     "exc",
     [SystemExit(77), KeyboardInterrupt(), GeneratorExit()],

@@ -43,8 +43,8 @@ def test_unpicklable_args_fall_back_to_str() -> None:
 
 def test_function_id_is_module_and_qualname() -> None:
     """IDN-1: module.qualname, nested and partial quirks as in Flink Agents."""
-    assert function_id(agents.step) == "tests.runtime.agents.step"
-    assert function_id(agents.ThreeCalls.work) == "tests.runtime.agents.ThreeCalls.work"
+    assert function_id(agents.step) == "conformance.agents.step"
+    assert function_id(agents.ThreeCalls.work) == "conformance.agents.Steps.work"
 
     def inner() -> None: ...
 

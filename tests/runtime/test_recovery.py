@@ -16,7 +16,13 @@ from reference_runtime.stores.sqlite import SqliteStore
 from . import agents
 
 INPUTS = [("alice", 1), ("bob", 2), ("alice", 3)]
-AGENTS = [agents.ThreeCalls, agents.AsyncCalls, agents.Chained, agents.WithReconciler, agents.Failing]
+AGENTS = {
+    "ThreeCalls": agents.ThreeCalls,
+    "AsyncCalls": agents.AsyncCalls,
+    "Chained": agents.Chained,
+    "WithReconciler": agents.WithReconciler,
+    "Failing": agents.Failing,
+}
 
 
 def make_runner(
@@ -37,7 +43,7 @@ def make_runner(
 
 def crash_free(agent: type[Agent], store_kind: str, tmp_path: Path, cp: int | None) -> tuple[Any, list[FaultPoint]]:
     agents.reset()
-    agent_reconciled = agents.WithReconciler.RECONCILED
+    agent_reconciled = agents.RECONCILED
     agent_reconciled.clear()
     injector = FaultInjector()
     result = make_runner(agent, store_kind, tmp_path, cp, injector).run(INPUTS)
@@ -46,7 +52,7 @@ def crash_free(agent: type[Agent], store_kind: str, tmp_path: Path, cp: int | No
 
 @pytest.mark.parametrize("checkpoint_every", [None, 1], ids=["no-checkpoints", "checkpoint-each"])
 @pytest.mark.parametrize("store_kind", ["memory", "sqlite"])
-@pytest.mark.parametrize("agent", AGENTS, ids=lambda a: a.__name__)
+@pytest.mark.parametrize("agent", AGENTS.values(), ids=AGENTS.keys())
 def test_crash_at_every_fault_point_recovers_to_the_crash_free_result(
     agent: type[Agent], store_kind: str, checkpoint_every: int | None, tmp_path: Path
 ) -> None:
@@ -66,7 +72,7 @@ def test_crash_at_every_fault_point_recovers_to_the_crash_free_result(
     }
     for point in trace:
         agents.reset()
-        agents.WithReconciler.RECONCILED.clear()
+        agents.RECONCILED.clear()
         injector = FaultInjector([CrashAt.point(point)])
         result = make_runner(agent, store_kind, tmp_path, checkpoint_every, injector).run(INPUTS)
         where = point.describe()
@@ -87,7 +93,7 @@ def test_crash_at_every_fault_point_recovers_to_the_crash_free_result(
             else:
                 assert extra <= 1, f"{call_id} re-executed {extra} times after a crash at {where}"
         if agent is agents.WithReconciler and point.phase is Phase.AFTER_EFFECT:
-            assert len(agents.WithReconciler.RECONCILED) == 1, where
+            assert len(agents.RECONCILED) == 1, where
 
 
 def test_completed_actions_are_skipped_and_their_outputs_not_duplicated() -> None:

@@ -33,36 +33,20 @@ from reference_runtime import (
     SimulatedCrash,
     action,
 )
-from reference_runtime.codecs import CloudpickleCodec
-from reference_runtime.durable import ActionExecution, Outcome
+from reference_runtime.durable import Outcome
 from reference_runtime.identity import args_digest, function_id
 from reference_runtime.memory import check_action_access
-from reference_runtime.records import ActionRef, ActionState, StateRef
+from reference_runtime.records import ActionState
 from reference_runtime.stores.memory import InMemoryStore
 
 from . import agents
-
-REF = StateRef("user-1", 4, ActionRef("work", "m", "A.work", ("_input_event",)), InputEvent("x"), "sk")
+from .executions import REF, execution, stored
 
 
 @pytest.fixture(autouse=True)
 def _reset() -> None:
     agents.reset()
     RECONCILED.clear()
-
-
-def execution(store: InMemoryStore) -> ActionExecution:
-    state = store.get(REF)
-    if state is None:
-        state = ActionState(task_event=REF.event)
-        store.put(REF, state)
-    return ActionExecution(REF, store, CloudpickleCodec(), state)
-
-
-def stored(store: InMemoryStore, ref: StateRef = REF) -> list[CallResult]:
-    state = store.get(ref)
-    assert state is not None
-    return state.call_results
 
 
 def only_entry_calls(store: InMemoryStore) -> list[CallResult]:

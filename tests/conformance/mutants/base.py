@@ -107,6 +107,12 @@ class JsonCodec:
     def calls_for(self, state: ActionState) -> list[str]:
         return [] if state.completed else [self.dump_call(c) for c in state.call_results]
 
+    def load_entry(self, e: list[Any]) -> ActionState:
+        """The state an entry ``[key, seq, header, calls]`` holds (a mutant may keep entries its own way)."""
+        state = self.load_header(e[2])
+        state.call_results = [self.load_call(c) for c in e[3]]
+        return state
+
 
 class DictStore(JsonCodec):
     """A correct store: ``disk["states"][state_key] = [key, seq, header, [call, …]]``, under a lock."""
@@ -137,9 +143,7 @@ class DictStore(JsonCodec):
                 for sk in self.later(ref.key, ref.seq):
                     del self.entries()[sk]
                 return None
-            state = self.load_header(e[2])
-            state.call_results = [self.load_call(c) for c in e[3]]
-            return state
+            return self.load_entry(e)
 
     def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
         with self.lock:
@@ -211,9 +215,7 @@ class LogStore(JsonCodec):
             if e is None:
                 self.write(*[("D", sk) for sk, x in self.cache.items() if x[0] == ref.key and x[1] > ref.seq])
                 return None
-            state = self.load_header(e[2])
-            state.call_results = [self.load_call(c) for c in e[3]]
-            return state
+            return self.load_entry(e)
 
     def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
         self.write(("C", ref.state_key, index, [self.dump_call(r) for r in results]))

@@ -5,48 +5,38 @@ mutant's own business, as it would be a third-party runner's."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from reference_runtime import ActionFailedError, Agent, FaultInjector, Runner, RunResult
-from reference_runtime.durable import MismatchMode
+from conformance import RunFunction
+from reference_runtime import ActionFailedError, FaultInjector, Runner, RunResult
 from reference_runtime.records import ActionState, CallResult, MemoryUpdate, StateRef
 from reference_runtime.stores.base import ActionStateStore
 from reference_runtime.stores.forwarding import ForwardingStore
 
-from ..broken_runners import always_lenient, forgetful, no_reconcilers, reruns_completed
+from ..broken_runners import RunArgs, always_lenient, forgetful, no_reconcilers, reruns_completed, run_function
 
-RunFn = Callable[..., RunResult]
-MUTANTS: dict[str, tuple[str, RunFn]] = {}
+MUTANTS: dict[str, tuple[str, RunFunction]] = {}
 
 
-def violates(clause: str) -> Callable[[RunFn], RunFn]:
-    def register(fn: RunFn) -> RunFn:
-        MUTANTS[fn.__name__] = (clause, fn)
+def violates(clause: str) -> Callable[[Callable[[RunArgs], RunResult]], RunFunction]:
+    """Registers a mutant's body as a run function that breaks ``clause``."""
+
+    def register(body: Callable[[RunArgs], RunResult]) -> RunFunction:
+        fn = run_function(body)
+        MUTANTS[body.__name__] = (clause, fn)
         return fn
 
     return register
 
 
-for _clause, _fn in (
-    ("REC-3", forgetful),
-    ("DE-8", always_lenient),
-    ("DE-5", no_reconcilers),
-    ("REC-4", reruns_completed),
-):
-    MUTANTS[_fn.__name__] = (_clause, _fn)
-
-
-def _runner(
-    agent: type[Agent],
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-    cls: type[Runner] = Runner,
-) -> Runner:
-    return cls(agent, store, injector=injector, mismatch=mismatch, config=config)
+MUTANTS.update(
+    forgetful=("REC-3", forgetful),
+    always_lenient=("DE-8", always_lenient),
+    no_reconcilers=("DE-5", no_reconcilers),
+    reruns_completed=("REC-4", reruns_completed),
+)
 
 
 def _merge(results: Sequence[RunResult]) -> RunResult:
@@ -67,71 +57,37 @@ def _merge(results: Sequence[RunResult]) -> RunResult:
 
 
 @violates("RUN-1")
-def fresh_runner_per_input(
-    agent: type[Agent],
-    inputs: Sequence[tuple[str, Any]],
-    *,
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-) -> RunResult:
+def fresh_runner_per_input(run: RunArgs) -> RunResult:
     """Handles every input with a new runner ("stateless request handling"): each input gets seq 0."""
-    return _merge([_runner(agent, store, injector, mismatch, config).run([item]) for item in inputs])
+    return _merge([run.runner().run([item]) for item in run.inputs])
 
 
 @violates("RUN-4")
-def outputs_deduplicated(
-    agent: type[Agent],
-    inputs: Sequence[tuple[str, Any]],
-    *,
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-) -> RunResult:
+def outputs_deduplicated(run: RunArgs) -> RunResult:
     """Drops repeated outputs of a key, "so nothing is delivered twice"."""
-    result = _runner(agent, store, injector, mismatch, config).run(inputs)
+    result = run.runner().run(run.inputs)
     result.outputs = {k: [v for i, v in enumerate(vs) if v not in vs[:i]] for k, vs in result.outputs.items()}
     return result
 
 
 @violates("RUN-5")
-def one_input_at_a_time(
-    agent: type[Agent],
-    inputs: Sequence[tuple[str, Any]],
-    *,
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-) -> RunResult:
+def one_input_at_a_time(run: RunArgs) -> RunResult:
     """Feeds the inputs to the runner one by one, each to its end: keys never interleave."""
-    runner = _runner(agent, store, injector, mismatch, config)
+    runner = run.runner()
     result = runner.run([])
-    for item in inputs:
+    for item in run.inputs:
         result = runner.run([item])
     return result
 
 
 @violates("RUN-6")
-def thread_per_key(
-    agent: type[Agent],
-    inputs: Sequence[tuple[str, Any]],
-    *,
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-) -> RunResult:
+def thread_per_key(run: RunArgs) -> RunResult:
     """Scales out with one runner per business key, each on a thread of its own."""
     by_key: dict[str, list[tuple[str, Any]]] = {}
-    for k, v in inputs:
+    for k, v in run.inputs:
         by_key.setdefault(k, []).append((k, v))
     with ThreadPoolExecutor(len(by_key) or 1) as pool:
-        futures = [
-            pool.submit(_runner(agent, store, injector, mismatch, config).run, items) for items in by_key.values()
-        ]
+        futures = [pool.submit(run.runner().run, items) for items in by_key.values()]
         return _merge([f.result() for f in futures])
 
 
@@ -143,17 +99,9 @@ class _SortedActions(Runner):
 
 
 @violates("RUN-2")
-def actions_sorted_by_name(
-    agent: type[Agent],
-    inputs: Sequence[tuple[str, Any]],
-    *,
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-) -> RunResult:
+def actions_sorted_by_name(run: RunArgs) -> RunResult:
     """Orders the actions of an event type by name "for determinism"."""
-    return _runner(agent, store, injector, mismatch, config, _SortedActions).run(inputs)
+    return run.runner(_SortedActions).run(run.inputs)
 
 
 class _KeptSensory(Runner):
@@ -167,32 +115,16 @@ class _KeptSensory(Runner):
 
 
 @violates("MEM-8")
-def sensory_kept_per_key(
-    agent: type[Agent],
-    inputs: Sequence[tuple[str, Any]],
-    *,
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-) -> RunResult:
+def sensory_kept_per_key(run: RunArgs) -> RunResult:
     """Keeps one sensory memory per key for the whole job instead of one per run."""
-    return _runner(agent, store, injector, mismatch, config, _KeptSensory).run(inputs)
+    return run.runner(_KeptSensory).run(run.inputs)
 
 
 @violates("RUN-9")
-def errors_normalized(
-    agent: type[Agent],
-    inputs: Sequence[tuple[str, Any]],
-    *,
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-) -> RunResult:
+def errors_normalized(run: RunArgs) -> RunResult:
     """Turns a failed action into a generic RuntimeError."""
     try:
-        return _runner(agent, store, injector, mismatch, config).run(inputs)
+        return run.runner().run(run.inputs)
     except ActionFailedError as exc:
         raise RuntimeError(f"agent failed: {exc.reason}") from None
 
@@ -207,45 +139,21 @@ class _FailFast(Runner):
 
 
 @violates("RUN-10")
-def fail_fast(
-    agent: type[Agent],
-    inputs: Sequence[tuple[str, Any]],
-    *,
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-) -> RunResult:
+def fail_fast(run: RunArgs) -> RunResult:
     """Stops the segment at the first failing key; later keys never run."""
-    return _runner(agent, store, injector, mismatch, config, _FailFast).run(inputs)
+    return run.runner(_FailFast).run(run.inputs)
 
 
 @violates("BAT-3")
-def serial_batches(
-    agent: type[Agent],
-    inputs: Sequence[tuple[str, Any]],
-    *,
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-) -> RunResult:
+def serial_batches(run: RunArgs) -> RunResult:
     """Runs batch calls one at a time whatever the agent configures."""
-    return _runner(agent, store, injector, mismatch, {**config, "tool-call.parallelism": 1}).run(inputs)
+    return run.runner(config={**run.config, "tool-call.parallelism": 1}).run(run.inputs)
 
 
 @violates("BAT-3")
-def unbounded_batches(
-    agent: type[Agent],
-    inputs: Sequence[tuple[str, Any]],
-    *,
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-) -> RunResult:
+def unbounded_batches(run: RunArgs) -> RunResult:
     """Starts every call of a batch at once, ignoring ``tool-call.parallelism``."""
-    return _runner(agent, store, injector, mismatch, {**config, "tool-call.parallelism": 64}).run(inputs)
+    return run.runner(config={**run.config, "tool-call.parallelism": 64}).run(run.inputs)
 
 
 class _CompletionOrderSlots(ForwardingStore):
@@ -264,17 +172,9 @@ class _CompletionOrderSlots(ForwardingStore):
 
 
 @violates("BAT-4")
-def finalize_in_completion_order(
-    agent: type[Agent],
-    inputs: Sequence[tuple[str, Any]],
-    *,
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-) -> RunResult:
+def finalize_in_completion_order(run: RunArgs) -> RunResult:
     """Writes each finished batch call to the next free slot."""
-    return _runner(agent, _CompletionOrderSlots(store), injector, mismatch, config).run(inputs)
+    return run.runner(store=_CompletionOrderSlots(run.store)).run(run.inputs)
 
 
 class _TrustsReconciler(ForwardingStore):
@@ -293,17 +193,9 @@ class _TrustsReconciler(ForwardingStore):
 
 
 @violates("DE-5")
-def reconciled_not_persisted(
-    agent: type[Agent],
-    inputs: Sequence[tuple[str, Any]],
-    *,
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-) -> RunResult:
+def reconciled_not_persisted(run: RunArgs) -> RunResult:
     """Skips persisting a reconciled outcome ("the external system already knows it")."""
-    return _runner(agent, _TrustsReconciler(store, injector), injector, mismatch, config).run(inputs)
+    return run.runner(store=_TrustsReconciler(run.store, run.injector)).run(run.inputs)
 
 
 class _NoReplayedOutputs(Runner):
@@ -314,17 +206,9 @@ class _NoReplayedOutputs(Runner):
 
 
 @violates("REC-6")
-def completed_outputs_not_replayed(
-    agent: type[Agent],
-    inputs: Sequence[tuple[str, Any]],
-    *,
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-) -> RunResult:
+def completed_outputs_not_replayed(run: RunArgs) -> RunResult:
     """Skips a completed action on recovery without re-emitting its events."""
-    return _runner(agent, store, injector, mismatch, config, _NoReplayedOutputs).run(inputs)
+    return run.runner(_NoReplayedOutputs).run(run.inputs)
 
 
 class _NoReplayedMemory(ForwardingStore):
@@ -338,31 +222,15 @@ class _NoReplayedMemory(ForwardingStore):
 
 
 @violates("MEM-10")
-def object_creation_not_replayed(
-    agent: type[Agent],
-    inputs: Sequence[tuple[str, Any]],
-    *,
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-) -> RunResult:
+def object_creation_not_replayed(run: RunArgs) -> RunResult:
     """Replays a completed action's object creations as ``set(path, None)`` (Flink Agents #1029)."""
-    return _runner(agent, _NoReplayedMemory(store), injector, mismatch, config).run(inputs)
+    return run.runner(store=_NoReplayedMemory(run.store)).run(run.inputs)
 
 
 @violates("REC-7")
-def one_recovery_only(
-    agent: type[Agent],
-    inputs: Sequence[tuple[str, Any]],
-    *,
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-) -> RunResult:
+def one_recovery_only(run: RunArgs) -> RunResult:
     """Recovers once; a crash during that recovery ends the run."""
-    return _runner(agent, store, injector, mismatch, config).run(inputs, max_failovers=1)
+    return run.runner().run(run.inputs, max_failovers=1)
 
 
 class _EagerCleanup(ForwardingStore):
@@ -375,17 +243,9 @@ class _EagerCleanup(ForwardingStore):
 
 
 @violates("RUN-8")
-def prunes_before_checkpoint(
-    agent: type[Agent],
-    inputs: Sequence[tuple[str, Any]],
-    *,
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-) -> RunResult:
+def prunes_before_checkpoint(run: RunArgs) -> RunResult:
     """Cleans up completed states right away instead of after the checkpoint."""
-    return _runner(agent, _EagerCleanup(store), injector, mismatch, config).run(inputs)
+    return run.runner(store=_EagerCleanup(run.store)).run(run.inputs)
 
 
 class _RetryFromScratch(ForwardingStore):
@@ -404,17 +264,9 @@ class _RetryFromScratch(ForwardingStore):
 
 
 @violates("REC-3")
-def interrupted_action_starts_clean(
-    agent: type[Agent],
-    inputs: Sequence[tuple[str, Any]],
-    *,
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-) -> RunResult:
+def interrupted_action_starts_clean(run: RunArgs) -> RunResult:
     """Re-enters an interrupted action with its call records dropped: recorded calls execute again."""
-    return _runner(agent, _RetryFromScratch(store, injector), injector, mismatch, config).run(inputs)
+    return run.runner(store=_RetryFromScratch(run.store, run.injector)).run(run.inputs)
 
 
 class _BufferedPending(ForwardingStore):
@@ -435,17 +287,9 @@ class _BufferedPending(ForwardingStore):
 
 
 @violates("DE-3")
-def pending_write_buffered(
-    agent: type[Agent],
-    inputs: Sequence[tuple[str, Any]],
-    *,
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-) -> RunResult:
+def pending_write_buffered(run: RunArgs) -> RunResult:
     """Buffers the PENDING record and sends it with the call's outcome, after the function ran."""
-    return _runner(agent, _BufferedPending(store), injector, mismatch, config).run(inputs)
+    return run.runner(store=_BufferedPending(run.store)).run(run.inputs)
 
 
 class _NoTruncation(ForwardingStore):
@@ -454,31 +298,15 @@ class _NoTruncation(ForwardingStore):
 
 
 @violates("DE-7")
-def truncation_skipped(
-    agent: type[Agent],
-    inputs: Sequence[tuple[str, Any]],
-    *,
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-) -> RunResult:
+def truncation_skipped(run: RunArgs) -> RunResult:
     """Skips truncating at a changed call ("the records are overwritten anyway")."""
-    return _runner(agent, _NoTruncation(store), injector, mismatch, config).run(inputs)
+    return run.runner(store=_NoTruncation(run.store)).run(run.inputs)
 
 
 @violates("DE-14")
-def config_not_passed_on(
-    agent: type[Agent],
-    inputs: Sequence[tuple[str, Any]],
-    *,
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-) -> RunResult:
+def config_not_passed_on(run: RunArgs) -> RunResult:
     """Builds its runtime from the agent's own config only, dropping the config it was handed."""
-    return _runner(agent, store, injector, mismatch, {}).run(inputs)
+    return run.runner(config={}).run(run.inputs)
 
 
 class _OneMemory(Runner):
@@ -490,14 +318,6 @@ class _OneMemory(Runner):
 
 
 @violates("MEM-7")
-def one_memory_for_all_keys(
-    agent: type[Agent],
-    inputs: Sequence[tuple[str, Any]],
-    *,
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-) -> RunResult:
+def one_memory_for_all_keys(run: RunArgs) -> RunResult:
     """Keeps one short-term memory for the agent instead of one per business key."""
-    return _runner(agent, store, injector, mismatch, config, _OneMemory).run(inputs)
+    return run.runner(_OneMemory).run(run.inputs)

@@ -271,14 +271,9 @@ class KeepsCallersState(DictStore):
         with self.lock:
             self.entries()[ref.state_key] = [ref.key, ref.seq, state]
 
-    def get(self, ref: StateRef) -> ActionState | None:
-        with self.lock:
-            e = self.entries().get(ref.state_key)
-            if e is None:
-                for sk in self.later(ref.key, ref.seq):
-                    del self.entries()[sk]
-                return None
-            return copy.deepcopy(e[2])
+    def load_entry(self, e: list[Any]) -> ActionState:
+        state: ActionState = copy.deepcopy(e[2])
+        return state
 
     def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
         with self.lock:
@@ -298,13 +293,9 @@ class ReturnsItsOwnState(KeepsCallersState):
     def put(self, ref: StateRef, state: ActionState) -> None:
         super().put(ref, copy.deepcopy(state))
 
-    def get(self, ref: StateRef) -> ActionState | None:
-        with self.lock:
-            e = self.entries().get(ref.state_key)
-            if e is None:
-                return super().get(ref)
-            state: ActionState = e[2]
-            return state
+    def load_entry(self, e: list[Any]) -> ActionState:
+        state: ActionState = e[2]
+        return state
 
 
 class ShallowCopy(KeepsCallersState):
@@ -325,17 +316,13 @@ class LazyDeltaLog(DictStore):
         with self.lock:
             self.entries()[ref.state_key].append((index, results))
 
-    def get(self, ref: StateRef) -> ActionState | None:
-        with self.lock:
-            e = self.entries().get(ref.state_key)
-            if e is None:
-                return super().get(ref)
-            state = self.load_header(e[2])
-            calls = [self.load_call(c) for c in e[3]]
-            for index, results in e[4:]:
-                calls[index : index + len(results)] = results
-            state.call_results = calls
-            return state
+    def load_entry(self, e: list[Any]) -> ActionState:
+        state = self.load_header(e[2])
+        calls = [self.load_call(c) for c in e[3]]
+        for index, results in e[4:]:
+            calls[index : index + len(results)] = results
+        state.call_results = calls
+        return state
 
     def truncate_call_results(self, ref: StateRef, index: int) -> None:
         with self.lock:
