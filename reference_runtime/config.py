@@ -242,13 +242,7 @@ def parse_settings(config: Mapping[str, Any], *, actions: Iterable[str] | None =
             if value is None:
                 continue
             if not isinstance(value, Mapping):
-                raise ConfigError(
-                    f"config {name!r} must be a mapping (the action config of action {action!r}), got "
-                    f"{safe_repr(value)}; set e.g. {{{name!r}: {{'retries': 2}}}}",
-                    key=name,
-                    value=value,
-                    expected="a mapping",
-                )
+                raise _error(name, value, "a mapping", "{'retries': 2}")
             if known_actions is not None and action not in known_actions:
                 _warn(name, _unknown_action(name, action, known_actions))
             action_configs[action] = value

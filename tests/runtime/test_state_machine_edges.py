@@ -314,7 +314,8 @@ def test_decode_errors_in_a_batch_name_the_slot_and_its_digest() -> None:
     from reference_runtime.batch import run_batch
 
     with pytest.raises(PayloadDecodeError) as info:
-        asyncio.run(run_batch(execution(store), [DurableCall(agents.step, (1,)), DurableCall(agents.step, (2,))], SETTINGS))
+        calls = [DurableCall(agents.step, (1,)), DurableCall(agents.step, (2,))]
+        asyncio.run(run_batch(execution(store), calls, SETTINGS))
     assert (info.value.call_index, info.value.function_id, info.value.args_digest) == (1, fid, digest)
     assert not agents.EFFECTS
 
