@@ -53,7 +53,7 @@ async def run_batch(ex: ActionExecution, calls: list[DurableCall], settings: Run
         if not isinstance(c, DurableCall):
             raise TypeError(f"durable_execute_all_async takes DurableCall objects, got {type(c).__name__}")
         validate_reconciler(c.reconciler)
-    parallelism, timeout_ms = settings.tool_call_parallelism, settings.tool_call_batch_timeout_ms
+    parallelism, timeout_ms = settings.batch_parallelism, settings.tool_call_batch_timeout_ms
     base = ex.index
     slots = _plan(ex, base, calls)
     new = [s for s in slots if s.plan == "execute" and s.index >= len(ex.records)]

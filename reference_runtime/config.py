@@ -11,6 +11,7 @@ miss of a known key, so foreign keys stay silent (spec CFG-4).
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import warnings
 from collections.abc import Iterable, Mapping
@@ -195,17 +196,14 @@ _BY_NAME = {k.name: k for k in KEYS}
 _NAMES = sorted(_BY_NAME)
 
 
-def _cpu_count() -> int:
-    return os.cpu_count() or 1
-
-
 @dataclass(frozen=True, slots=True)
 class RuntimeSettings:
     """The runtime's config, parsed once from a config map by :func:`parse_settings`; modules read these
     attributes, never the map (spec CFG-2). Each field is the key of :data:`KEYS` with the same ``attr``."""
 
     num_async_threads: int = 32
-    tool_call_parallelism: int = field(default_factory=_cpu_count)
+    #: ``None``: the CPU count, read when a batch starts (:attr:`batch_parallelism`).
+    tool_call_parallelism: int | None = None
     tool_call_batch_timeout_ms: int = -1
     tool_call_async: bool = True
     tool_call_parallel: bool = True
@@ -214,12 +212,19 @@ class RuntimeSettings:
     event_delivery: str = "typed"
     action_configs: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
 
+    @property
+    def batch_parallelism(self) -> int:
+        """How many calls of a batch run at once: ``tool-call.parallelism``, else the CPU count (spec BAT-3)."""
+        return self.tool_call_parallelism or os.cpu_count() or 1
+
     def action_config(self, action: str) -> Mapping[str, Any]:
         """The ``action.<action>`` mapping (empty when the config has none)."""
         return self.action_configs.get(action, _EMPTY)
 
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
+#: The settings of a config without runtime keys, shared: they are immutable (benchmark P4 builds many runners).
+_DEFAULTS = RuntimeSettings()
 
 
 def parse_settings(config: Mapping[str, Any], *, actions: Iterable[str] | None = None) -> RuntimeSettings:
@@ -231,7 +236,6 @@ def parse_settings(config: Mapping[str, Any], *, actions: Iterable[str] | None =
     """
     values: dict[str, Any] = {}
     action_configs: dict[str, Mapping[str, Any]] = {}
-    known_actions = None if actions is None else sorted(actions)
     for name, value in config.items():
         key = _BY_NAME.get(name) if isinstance(name, str) else None
         if key is not None:
@@ -243,8 +247,10 @@ def parse_settings(config: Mapping[str, Any], *, actions: Iterable[str] | None =
                 continue
             if not isinstance(value, Mapping):
                 raise _error(name, value, "a mapping", "{'retries': 2}")
-            if known_actions is not None and action not in known_actions:
-                _warn(name, _unknown_action(name, action, known_actions))
+            if actions is not None:
+                known = sorted(actions)
+                if action not in known:
+                    _warn(name, _unknown_action(name, action, known))
             action_configs[action] = value
         elif isinstance(name, str):
             hint = _unknown_key_hint(name)
@@ -252,7 +258,7 @@ def parse_settings(config: Mapping[str, Any], *, actions: Iterable[str] | None =
                 _warn(name, hint)
     if action_configs:
         values["action_configs"] = MappingProxyType(action_configs)
-    return RuntimeSettings(**values)
+    return RuntimeSettings(**values) if values else _DEFAULTS
 
 
 def _warn(key: str, message: str) -> None:
@@ -260,6 +266,7 @@ def _warn(key: str, message: str) -> None:
     warnings.warn(UnknownConfigKeyWarning(message, key), stacklevel=4)
 
 
+@functools.lru_cache(maxsize=1024)
 def _unknown_key_hint(name: str) -> str | None:
     """The warning for an unknown key, or ``None`` when the key is none of the runtime's business."""
     close = difflib.get_close_matches(name, _NAMES, n=1, cutoff=_NEAR_MISS)

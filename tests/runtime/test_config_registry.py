@@ -87,9 +87,10 @@ def test_registry_defaults_are_the_settings_defaults() -> None:
 
     settings = parse_settings({})
     for key in KEYS:
-        expected = os.cpu_count() or 1 if key.name == "tool-call.parallelism" else key.default
-        assert getattr(settings, key.attr) == expected, key.name
+        assert getattr(settings, key.attr) == key.default, key.name
     assert settings == RuntimeSettings()
+    assert settings.batch_parallelism == (os.cpu_count() or 1)
+    assert parse_settings({"tool-call.parallelism": "3"}).batch_parallelism == 3
 
 
 def test_every_key_cites_a_spec_clause_and_keeps_the_flink_agents_names() -> None:
@@ -220,7 +221,7 @@ def test_a_bad_value_is_one_config_error_naming_key_value_range_and_fix(key: str
     [
         ({"num-async-threads": " 4 "}, "num_async_threads", 4),
         ({"tool-call.batch.timeout.ms": "-5"}, "tool_call_batch_timeout_ms", -5),
-        ({"tool-call.parallelism": None}, "tool_call_parallelism", RuntimeSettings().tool_call_parallelism),
+        ({"tool-call.parallelism": None}, "tool_call_parallelism", None),
         ({"chat.async": "OFF"}, "chat_async", False),
         ({"flink-agents.event-delivery": " base "}, "event_delivery", "base"),
         ({"action.work": None}, "action_configs", {}),
