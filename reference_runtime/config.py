@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import functools
 import os
+import sys
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -46,6 +47,8 @@ ACTION_PREFIX = "action."
 
 #: Key prefixes only the runtime uses: any unknown key under one of them warns (spec CFG-4).
 OWNED_PREFIXES = ("tool-call.", "durable-execution.", "flink-agents.", ACTION_PREFIX)
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 #: How alike an unknown key and a known one must be (``difflib`` ratio) to count as a misspelling.
 _NEAR_MISS = 0.8
@@ -262,8 +265,11 @@ def parse_settings(config: Mapping[str, Any], *, actions: Iterable[str] | None =
 
 
 def _warn(key: str, message: str) -> None:
-    # stacklevel 4: _warn ← parse_settings ← Runner.__init__ ← the user's code.
-    warnings.warn(UnknownConfigKeyWarning(message, key), stacklevel=4)
+    # Point the warning at the first frame outside this package: the user's Runner(...) or parse_settings(...).
+    level, frame = 2, sys._getframe(1)  # stacklevel 2 is the frame of sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        level, frame = level + 1, frame.f_back  # type: ignore[assignment]
+    warnings.warn(UnknownConfigKeyWarning(message, key), stacklevel=level)
 
 
 @functools.lru_cache(maxsize=1024)

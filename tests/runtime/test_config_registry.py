@@ -287,6 +287,13 @@ def test_keys_of_the_agent_and_of_other_systems_stay_silent(key: str) -> None:
     assert _quiet({key: "x"}) == []
 
 
+def test_the_warning_points_at_a_direct_caller_of_parse_settings() -> None:
+    """CFG-4: called outside a runner, the warning names the caller's line, not the runtime's."""
+    with pytest.warns(UnknownConfigKeyWarning, match="did you mean 'chat.async'") as caught:
+        parse_settings({"chat.asnyc": True})
+    assert [w.filename for w in caught] == [__file__]
+
+
 def test_known_keys_and_real_action_configs_do_not_warn() -> None:
     """CFG-4: a config of only registry keys and action configs of real actions is silent."""
     config: dict[str, Any] = {k.name: None for k in KEYS} | {"action.work": {"n": 1}}
