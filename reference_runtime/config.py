@@ -239,6 +239,7 @@ def parse_settings(config: Mapping[str, Any], *, actions: Iterable[str] | None =
     """
     values: dict[str, Any] = {}
     action_configs: dict[str, Mapping[str, Any]] = {}
+    known = None if actions is None else sorted(actions)
     for name, value in config.items():
         key = _BY_NAME.get(name) if isinstance(name, str) else None
         if key is not None:
@@ -250,10 +251,8 @@ def parse_settings(config: Mapping[str, Any], *, actions: Iterable[str] | None =
                 continue
             if not isinstance(value, Mapping):
                 raise _error(name, value, "a mapping", "{'retries': 2}")
-            if actions is not None:
-                known = sorted(actions)
-                if action not in known:
-                    _warn(name, _unknown_action(name, action, known))
+            if known is not None and action not in known:
+                _warn(name, _unknown_action(name, action, known))
             action_configs[action] = value
         elif isinstance(name, str):
             hint = _unknown_key_hint(name)
@@ -281,9 +280,8 @@ def _unknown_key_hint(name: str) -> str | None:
     owned = next((p for p in OWNED_PREFIXES if name.startswith(p)), None)
     if owned is None:
         return None  # a key of the agent or of another system
-    family = [n for n in _NAMES if n.startswith(owned)]
-    known = ", ".join(family) if family else "none but " + ACTION_KEY.name
-    return f"unknown config key {name!r} under {owned!r}, a prefix the runtime owns; its keys: {known}"
+    family = ", ".join(n for n in _NAMES if n.startswith(owned))
+    return f"unknown config key {name!r} under {owned!r}, a prefix the runtime owns; its keys: {family}"
 
 
 def _unknown_action(name: str, action: str, known: list[str]) -> str:
@@ -301,4 +299,3 @@ def markdown_table() -> str:
             f"| `{key.name}` | {key.kind} | {key.default_doc} | {key.allowed_doc} | {key.description} | {key.clause} |"
         )
     return "\n".join(rows)
-

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from .batch import DurableCall
     from .durable import Outcome
 
+
 class RunnerContext:
     """The context passed to an action as ``ctx``: memory, events, config and durable calls."""
 
