@@ -13,6 +13,7 @@ from .context import RunnerContext
 from .durable import JournalEntry, Outcome, current_call
 from .errors import (
     ActionFailedError,
+    ConfigError,
     CorruptRecordError,
     DurableError,
     Location,
@@ -21,6 +22,7 @@ from .errors import (
     PayloadDecodeError,
     StoreError,
     StoreUrlError,
+    UnknownConfigKeyWarning,
     UntrustedPayloadError,
 )
 from .events import (
@@ -50,6 +52,7 @@ __all__ = [
     "ChatRequestEvent",
     "ChatResponseEvent",
     "CloudpickleCodec",
+    "ConfigError",
     "CorruptRecordError",
     "CrashAt",
     "CrashNotReachedError",
@@ -82,6 +85,7 @@ __all__ = [
     "StoreUrlError",
     "ToolRequestEvent",
     "ToolResponseEvent",
+    "UnknownConfigKeyWarning",
     "UntrustedPayloadError",
     "action",
     "args_digest",

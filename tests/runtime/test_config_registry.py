@@ -328,3 +328,12 @@ def test_the_docs_table_is_the_generated_one() -> None:
     """CFG-5: the table is exactly what the registry generates; to update it, paste the output of
     ``python -c "from reference_runtime.config import markdown_table; print(markdown_table())"``."""
     assert _docs_table() == markdown_table()
+
+
+def test_the_error_and_the_warning_are_exported_by_the_package_root() -> None:
+    """CFG-3, CFG-4: users catch the error and filter the warning by the package root's names."""
+    import reference_runtime
+
+    assert reference_runtime.ConfigError is ConfigError
+    assert reference_runtime.UnknownConfigKeyWarning is UnknownConfigKeyWarning
+    assert {"ConfigError", "UnknownConfigKeyWarning"} <= set(reference_runtime.__all__)
