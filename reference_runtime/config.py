@@ -24,6 +24,7 @@ from .errors import ConfigError, UnknownConfigKeyWarning
 from .limits import safe_repr
 
 __all__ = [
+    "ACTION_KEY",
     "ACTION_PREFIX",
     "KEYS",
     "OWNED_PREFIXES",
