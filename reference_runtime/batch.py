@@ -9,11 +9,11 @@ records do not depend on completion order.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .config import RuntimeSettings
 from .durable import ActionExecution, Outcome, Source, validate_reconciler
 from .faults import Phase
 from .identity import args_digest, function_id
@@ -47,22 +47,13 @@ class _Slot:
     kwargs: dict[str, Any] = field(default_factory=dict)
 
 
-def _int(config: Mapping[str, Any], key: str, default: int) -> int:
-    value = config.get(key, default)
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"config {key!r} must be an integer, got {value!r}") from None
-
-
-async def run_batch(ex: ActionExecution, calls: list[DurableCall], config: Mapping[str, Any]) -> list[Outcome]:
+async def run_batch(ex: ActionExecution, calls: list[DurableCall], settings: RuntimeSettings) -> list[Outcome]:
     """Run ``calls`` as one durable batch and return their outcomes in input order."""
     for c in calls:
         if not isinstance(c, DurableCall):
             raise TypeError(f"durable_execute_all_async takes DurableCall objects, got {type(c).__name__}")
         validate_reconciler(c.reconciler)
-    parallelism = max(1, _int(config, "tool-call.parallelism", os.cpu_count() or 1))
-    timeout_ms = _int(config, "tool-call.batch.timeout.ms", -1)
+    parallelism, timeout_ms = settings.batch_parallelism, settings.tool_call_batch_timeout_ms
     base = ex.index
     slots = _plan(ex, base, calls)
     new = [s for s in slots if s.plan == "execute" and s.index >= len(ex.records)]

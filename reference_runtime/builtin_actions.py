@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from .batch import DurableCall
-from .config import config_bool
 from .context import RunnerContext
 from .durable import Outcome
 from .events import ChatRequestEvent, ChatResponseEvent, Event, ToolRequestEvent, ToolResponseEvent
@@ -25,10 +24,6 @@ class ChatModel(Protocol):
     and optionally ``tool_calls`` (each ``{"id", "function": {"name", "arguments"}}``)."""
 
     def chat(self, messages: list[dict[str, Any]]) -> dict[str, Any]: ...
-
-
-def _flag(config: Mapping[str, Any], key: str, default: bool) -> bool:
-    return config_bool(config, key, default)
 
 
 def _arguments(raw: Any) -> dict[str, Any]:
@@ -78,7 +73,8 @@ async def tool_call_action(event: Event, ctx: RunnerContext, tools: Mapping[str,
             )
         )
     outcomes: list[Outcome]
-    if _flag(ctx.config, "tool-call.async", True) and _flag(ctx.config, "tool-call.parallel", True):
+    settings = ctx.settings
+    if settings.tool_call_async and settings.tool_call_parallel:
         outcomes = await ctx.durable_execute_all_async([c for _, c in calls])
     else:
         outcomes = []
@@ -86,7 +82,7 @@ async def tool_call_action(event: Event, ctx: RunnerContext, tools: Mapping[str,
             try:
                 value = (
                     await ctx.durable_execute_async(c.func, *c.args, durable_id=c.durable_id)
-                    if _flag(ctx.config, "tool-call.async", True)
+                    if settings.tool_call_async
                     else ctx.durable_execute(c.func, *c.args, durable_id=c.durable_id)
                 )
                 outcomes.append(Outcome.success(value))
@@ -166,7 +162,7 @@ async def chat_action(event: Event, ctx: RunnerContext, models: Mapping[str, Cha
     messages = _canonical(messages, {})
     # The model object stays out of the digest: a stateful model must not look like a new call.
     ask, chat_id = functools.partial(_ask, model), f"chat-{model_name}"
-    if _flag(ctx.config, "chat.async", True):
+    if ctx.settings.chat_async:
         answer = await ctx.durable_execute_async(ask, messages, durable_id=chat_id)
     else:
         answer = ctx.durable_execute(ask, messages, durable_id=chat_id)

@@ -1,19 +1,68 @@
-"""Reading runtime config values. Config maps come from users and files, so a switch may arrive as a
-bool or as a string; one parser decides what counts as on and off (spec DE-14)."""
+"""Runtime configuration: the registry of every key the runtime reads, parsed once (spec CFG-1 … CFG-5).
+
+A config map (the agent's ``config`` merged with ``Runner(config=...)``) also carries the agent's own keys
+and, often, keys of other systems (a whole Flink config). :func:`parse_settings` reads the keys of
+:data:`KEYS` into a frozen :class:`RuntimeSettings`, refuses a bad value with one :class:`ConfigError`, and
+warns (:class:`UnknownConfigKeyWarning`) about a key that looks meant for the runtime but is not one of its
+keys: any unknown key under a prefix the runtime owns (:data:`OWNED_PREFIXES`), and elsewhere only a near
+miss of a known key, so foreign keys stay silent (spec CFG-4).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import difflib
+import functools
+import os
+import sys
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
 
-from .errors import DurableError
+from .errors import ConfigError, UnknownConfigKeyWarning
+from .limits import safe_repr
+
+__all__ = [
+    "ACTION_KEY",
+    "ACTION_PREFIX",
+    "KEYS",
+    "OWNED_PREFIXES",
+    "ConfigError",
+    "ConfigKey",
+    "RuntimeSettings",
+    "UnknownConfigKeyWarning",
+    "markdown_table",
+    "parse_bool",
+    "parse_settings",
+]
 
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
+_BOOL_TEXT = "a boolean (true/false, 1/0, yes/no, on/off)"
+
+Kind = Literal["bool", "int", "duration-ms", "enum", "mapping"]
+
+#: Per-action config: ``action.<name>`` maps an action's name to the mapping its ``ctx.action_config`` reads.
+ACTION_PREFIX = "action."
+
+#: Key prefixes only the runtime uses: any unknown key under one of them warns (spec CFG-4).
+OWNED_PREFIXES = ("tool-call.", "durable-execution.", "flink-agents.", ACTION_PREFIX)
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+#: How alike an unknown key and a known one must be (``difflib`` ratio) to count as a misspelling.
+_NEAR_MISS = 0.8
 
 
-class ConfigError(DurableError, ValueError):
-    """A config value of the wrong kind; the message names the key, the value and what is accepted."""
+def _error(key: str, value: object, expected: str, example: str) -> ConfigError:
+    return ConfigError(
+        f"config {key!r} must be {expected}, got {safe_repr(value)}; set e.g. {{{key!r}: {example}}} "
+        f"or leave the key out for its default (see docs/configuration.md)",
+        key=key,
+        value=value,
+        expected=expected,
+    )
 
 
 def parse_bool(value: object, key: str) -> bool:
@@ -29,10 +78,225 @@ def parse_bool(value: object, key: str) -> bool:
             return True
         if text in _FALSE:
             return False
-    raise ConfigError(f"config {key!r} must be a boolean (true/false, 1/0, yes/no, on/off), got {value!r}")
+    raise _error(key, value, _BOOL_TEXT, "False")
 
 
-def config_bool(config: Mapping[str, Any], key: str, default: bool) -> bool:
-    """The boolean switch ``key`` of ``config`` (``default`` when absent or None)."""
-    value = config.get(key)
-    return default if value is None else parse_bool(value, key)
+def _parse_int(value: object, key: str, minimum: int | None) -> int:
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str):
+        try:
+            number = int(value.strip())
+        except ValueError:
+            number = None
+    if number is None or (minimum is not None and number < minimum):
+        expected = "an integer" if minimum is None else f"an integer >= {minimum}"
+        raise _error(key, value, expected, "4" if minimum is not None else "500")
+    return number
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One key of the registry: its name, kind, default, accepted values, what it does and its clause."""
+
+    name: str
+    kind: Kind
+    #: The field of :class:`RuntimeSettings` the parsed value goes to.
+    attr: str
+    default: Any
+    description: str
+    clause: str
+    minimum: int | None = None
+    choices: tuple[str, ...] = ()
+    #: How the docs show a default computed at parse time (``None``: ``repr``-like text of ``default``).
+    default_text: str | None = None
+    allowed_text: str | None = None
+
+    def parse(self, value: object) -> Any:
+        """``value`` (from a config map) as this key's type; a bad value raises :class:`ConfigError`."""
+        if self.kind == "bool":
+            return parse_bool(value, self.name)
+        if self.kind in ("int", "duration-ms"):
+            return _parse_int(value, self.name, self.minimum)
+        if self.kind == "enum":
+            text = value.strip() if isinstance(value, str) else value
+            if text not in self.choices:
+                raise _error(self.name, value, "one of " + ", ".join(map(repr, self.choices)), repr(self.choices[0]))
+            return text
+        raise AssertionError(f"unhandled kind {self.kind!r}")  # the registry below uses only the kinds above
+
+    @property
+    def default_doc(self) -> str:
+        if self.default_text is not None:
+            return self.default_text
+        if isinstance(self.default, bool):
+            return str(self.default).lower()
+        return f"`{self.default}`" if isinstance(self.default, str) else str(self.default)
+
+    @property
+    def allowed_doc(self) -> str:
+        if self.allowed_text is not None:
+            return self.allowed_text
+        if self.kind == "bool":
+            return "true/false, 1/0, yes/no, on/off"
+        if self.choices:
+            return ", ".join(f"`{c}`" for c in self.choices)
+        return "any integer" if self.minimum is None else f">= {self.minimum}"
+
+
+#: Every key the runtime reads (spec CFG-1). ``action.<name>`` is the one family of keys (:data:`ACTION_KEY`).
+KEYS: tuple[ConfigKey, ...] = (
+    ConfigKey(
+        "num-async-threads", "int", "num_async_threads", 32,
+        "Threads of the pool async durable work runs on (`Runner(async_threads=...)` overrides it).",
+        "RUN-17", minimum=1,
+    ),
+    ConfigKey(
+        "tool-call.parallelism", "int", "tool_call_parallelism", None,
+        "Calls of one batch (`durable_execute_all_async`) that run at once.",
+        "BAT-3", minimum=1, default_text="the CPU count",
+    ),
+    ConfigKey(
+        "tool-call.batch.timeout.ms", "duration-ms", "tool_call_batch_timeout_ms", -1,
+        "Deadline of a batch in milliseconds on the runtime's clock; <= 0: no deadline.",
+        "BAT-6",
+    ),
+    ConfigKey(
+        "tool-call.async", "bool", "tool_call_async", True,
+        "The built-in tool-call action runs tools off the runner's thread; off: one at a time on it.",
+        "TOOL-3",
+    ),
+    ConfigKey(
+        "tool-call.parallel", "bool", "tool_call_parallel", True,
+        "The built-in tool-call action runs a request's tools as one parallel batch; off: one at a time.",
+        "TOOL-3",
+    ),
+    ConfigKey(
+        "chat.async", "bool", "chat_async", True,
+        "The built-in chat action asks the model off the runner's thread (`durable_execute_async`).",
+        "TOOL-5",
+    ),
+    ConfigKey(
+        "durable-execution.reconcilers", "bool", "reconcilers", True,
+        "Test switch: false ignores every reconciler, as if no call had one.",
+        "DE-14",
+    ),
+    ConfigKey(
+        "flink-agents.event-delivery", "enum", "event_delivery", "typed",
+        "A `flink_agents` agent's actions get events of the class they were sent as (`typed`) or base `Event`s.",
+        "FA-4", choices=("typed", "base"),
+    ),
+)  # fmt: skip
+
+#: The ``action.<name>`` family: the action config of action ``<name>`` (a mapping).
+ACTION_KEY = ConfigKey(
+    "action.<name>", "mapping", "action_configs", "{}",
+    "What `ctx.action_config` / `get_action_config_value` of action `<name>` read.",
+    "FA-6", default_text="`{}`", allowed_text="a mapping; `<name>` an action of the agent",
+)  # fmt: skip
+
+_BY_NAME = {k.name: k for k in KEYS}
+_NAMES = sorted(_BY_NAME)
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeSettings:
+    """The runtime's config, parsed once from a config map by :func:`parse_settings`; modules read these
+    attributes, never the map (spec CFG-2). Each field is the key of :data:`KEYS` with the same ``attr``."""
+
+    num_async_threads: int = 32
+    #: ``None``: the CPU count, read when a batch starts (:attr:`batch_parallelism`).
+    tool_call_parallelism: int | None = None
+    tool_call_batch_timeout_ms: int = -1
+    tool_call_async: bool = True
+    tool_call_parallel: bool = True
+    chat_async: bool = True
+    reconcilers: bool = True
+    event_delivery: str = "typed"
+    action_configs: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def batch_parallelism(self) -> int:
+        """How many calls of a batch run at once: ``tool-call.parallelism``, else the CPU count (spec BAT-3)."""
+        return self.tool_call_parallelism or os.cpu_count() or 1
+
+    def action_config(self, action: str) -> Mapping[str, Any]:
+        """The ``action.<action>`` mapping (empty when the config has none)."""
+        return self.action_configs.get(action, _EMPTY)
+
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+#: The settings of a config without runtime keys, shared: they are immutable (benchmark P4 builds many runners).
+_DEFAULTS = RuntimeSettings()
+
+
+def parse_settings(config: Mapping[str, Any], *, actions: Iterable[str] | None = None) -> RuntimeSettings:
+    """Parse ``config`` into :class:`RuntimeSettings`.
+
+    A value of ``None`` stands for an absent key (its default). A bad value raises :class:`ConfigError`
+    naming the key, the value, what is accepted and the fix (spec CFG-3). Unknown keys warn by the rule of
+    spec CFG-4 (``actions``: the agent's action names, to check ``action.<name>`` keys; ``None``: unchecked).
+    """
+    values: dict[str, Any] = {}
+    action_configs: dict[str, Mapping[str, Any]] = {}
+    known = None if actions is None else sorted(actions)
+    for name, value in config.items():
+        key = _BY_NAME.get(name) if isinstance(name, str) else None
+        if key is not None:
+            if value is not None:
+                values[key.attr] = key.parse(value)
+        elif isinstance(name, str) and name.startswith(ACTION_PREFIX):
+            action = name[len(ACTION_PREFIX) :]
+            if value is None:
+                continue
+            if not isinstance(value, Mapping):
+                raise _error(name, value, "a mapping", "{'retries': 2}")
+            if known is not None and action not in known:
+                _warn(name, _unknown_action(name, action, known))
+            action_configs[action] = value
+        elif isinstance(name, str):
+            hint = _unknown_key_hint(name)
+            if hint is not None:
+                _warn(name, hint)
+    if action_configs:
+        values["action_configs"] = MappingProxyType(action_configs)
+    return RuntimeSettings(**values) if values else _DEFAULTS
+
+
+def _warn(key: str, message: str) -> None:
+    # Point the warning at the first frame outside this package: the user's Runner(...) or parse_settings(...).
+    level, frame = 2, sys._getframe(1)  # stacklevel 2 is the frame of sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        level, frame = level + 1, frame.f_back  # type: ignore[assignment]
+    warnings.warn(UnknownConfigKeyWarning(message, key), stacklevel=level)
+
+
+@functools.lru_cache(maxsize=1024)
+def _unknown_key_hint(name: str) -> str | None:
+    """The warning for an unknown key, or ``None`` when the key is none of the runtime's business."""
+    close = difflib.get_close_matches(name, _NAMES, n=1, cutoff=_NEAR_MISS)
+    if close:
+        return f"unknown config key {name!r}: did you mean {close[0]!r}? (the runtime ignores this key)"
+    owned = next((p for p in OWNED_PREFIXES if name.startswith(p)), None)
+    if owned is None:
+        return None  # a key of the agent or of another system
+    family = ", ".join(n for n in _NAMES if n.startswith(owned))
+    return f"unknown config key {name!r} under {owned!r}, a prefix the runtime owns; its keys: {family}"
+
+
+def _unknown_action(name: str, action: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(action, known, n=1, cutoff=0.6)
+    if close:
+        return f"config key {name!r} names no action of the agent: did you mean {ACTION_PREFIX + close[0]!r}?"
+    return f"config key {name!r} names no action of the agent; its actions: {', '.join(known) or 'none'}"
+
+
+def markdown_table() -> str:
+    """The reference table of docs/configuration.md, generated from :data:`KEYS` (spec CFG-5)."""
+    rows = ["| Key | Type | Default | Accepted | Description | Clause |", "|---|---|---|---|---|---|"]
+    for key in (*KEYS, ACTION_KEY):
+        rows.append(
+            f"| `{key.name}` | {key.kind} | {key.default_doc} | {key.allowed_doc} | {key.description} | {key.clause} |"
+        )
+    return "\n".join(rows)

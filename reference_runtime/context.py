@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from .config import config_bool
+from .config import RuntimeSettings
 from .durable import ActionExecution, DurableAwaitable
 from .events import Event
 from .memory import MemoryObject, check_action_access
@@ -18,9 +18,6 @@ if TYPE_CHECKING:
     from .batch import DurableCall
     from .durable import Outcome
 
-#: Config key of the reconciler switch (spec DE-14).
-RECONCILERS_KEY = "durable-execution.reconcilers"
-
 
 class RunnerContext:
     """The context passed to an action as ``ctx``: memory, events, config and durable calls."""
@@ -31,6 +28,7 @@ class RunnerContext:
         short_term: MemoryObject,
         sensory: MemoryObject,
         config: Mapping[str, Any],
+        settings: RuntimeSettings,
         action_config: Mapping[str, Any],
         owner: int,
         resources: Mapping[str, Any] | None = None,
@@ -39,11 +37,11 @@ class RunnerContext:
         self._short_term = short_term
         self._sensory = sensory
         self._config = config
+        self._settings = settings
         self._action_config = action_config
         self._owner = owner
-        # A test switch (spec DE-14), to explore what recovery does when no reconciler is available;
-        # read once per action, not on every durable call.
-        self._reconcilers = config_bool(config, RECONCILERS_KEY, True)
+        # A test switch (spec DE-14), to explore what recovery does when no reconciler is available.
+        self._reconcilers = settings.reconcilers
         self.sent: list[Event] = []
         #: Test-supplied resources by name (``Runner(resources=...)``), read by the flink_agents adapter.
         self.resources: Mapping[str, Any] = resources or {}
@@ -74,7 +72,13 @@ class RunnerContext:
 
     @property
     def config(self) -> Mapping[str, Any]:
+        """The config map as given: the agent's ``config`` merged with ``Runner(config=...)``."""
         return self._config
+
+    @property
+    def settings(self) -> RuntimeSettings:
+        """The runtime's keys of :attr:`config`, parsed once by the runner (spec CFG-2)."""
+        return self._settings
 
     @property
     def action_config(self) -> Mapping[str, Any]:
@@ -184,7 +188,7 @@ class RunnerContext:
         check_action_access(self._owner, "durable_execute_all_async")
         from .batch import run_batch
 
-        ex, config = self._execution, self._config
+        ex, settings = self._execution, self._settings
         if not self._reconcilers:
             calls = [dataclasses.replace(c, reconciler=None) for c in calls]
-        return DurableAwaitable(lambda: run_batch(ex, list(calls), config))
+        return DurableAwaitable(lambda: run_batch(ex, list(calls), settings))

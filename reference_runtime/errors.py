@@ -168,7 +168,25 @@ class InvalidValueError(DurableError, TypeError, ValueError):
 
 class ConfigError(DurableError, TypeError, ValueError):
     """A runner option or config key has a value of the wrong type or out of range; the message names the
-    option and what it accepts (spec PAY-8)."""
+    option, the value, what it accepts and the fix (spec PAY-8, CFG-3). For a config key, ``key``,
+    ``value`` and ``expected`` say the same for code."""
+
+    def __init__(
+        self, message: str, *, key: str | None = None, value: object = None, expected: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.key = key
+        self.value = value
+        self.expected = expected
+
+
+class UnknownConfigKeyWarning(UserWarning):
+    """A config key the runtime does not read although it looks meant for it: under a prefix the runtime
+    owns, or a near miss of a known key. The message names the key and the closest known name (spec CFG-4)."""
+
+    def __init__(self, message: str, key: str) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 class StoreFailedError(StoreError):

@@ -24,6 +24,7 @@ from typing import Any
 from .agent import ActionSpec, Agent
 from .clock import Clock, SystemClock, let_time_pass
 from .codecs import CloudpickleCodec, PayloadCodec, default_codec
+from .config import RuntimeSettings, parse_settings
 from .context import RunnerContext
 from .durable import ActionExecution, JournalEntry, MismatchMode
 from .errors import ActionFailedError, ConfigError, DurableError, InvalidValueError, Location, StoreError
@@ -225,9 +226,11 @@ class Runner:
         self.checkpoint_every = checkpoint_every
         self.reopen_store = reopen_store
         self.clock: Clock = clock or SystemClock()
-        # Durable work is mostly I/O-bound; the pool must not be what caps tool-call.parallelism.
-        self.async_threads = async_threads or _thread_count(self.config.get("num-async-threads", 32))
         self.actions: list[ActionSpec] = agent.actions() + agent.builtin_actions()
+        #: The runtime's keys of ``config``, parsed once (spec CFG-2); ``config`` itself is what ``ctx.config`` shows.
+        self.settings: RuntimeSettings = parse_settings(self.config, actions=[spec.name for spec in self.actions])
+        # Durable work is mostly I/O-bound; the pool must not be what caps tool-call.parallelism.
+        self.async_threads = async_threads or self.settings.num_async_threads
         self._sync = not any(spec.is_async for spec in self.actions)
         self._by_type: dict[str, list[ActionSpec]] = {}
         for spec in self.actions:
@@ -475,7 +478,8 @@ class Runner:
             MemoryObject(stm_view, "short_term", owner=self._owner),
             MemoryObject(sens_view, "sensory", owner=self._owner),
             self.config,
-            self.config.get(f"action.{spec.name}", {}),
+            self.settings,
+            self.settings.action_config(spec.name),
             self._owner,
             self.resources,
         )
@@ -554,16 +558,6 @@ def _check_options(store: Any, codec: Any, mismatch: Any) -> None:
         )
     if mismatch not in ("lenient", "strict"):
         raise ConfigError(f"mismatch={safe_repr(mismatch)} is not a mismatch mode; use 'lenient' or 'strict'")
-
-
-def _thread_count(raw: Any) -> int:
-    try:
-        count = int(raw) if isinstance(raw, int | str) and not isinstance(raw, bool) else None
-    except ValueError:
-        count = None
-    if count is None or count < 1:
-        raise ConfigError(f"config num-async-threads={safe_repr(raw)} is not a positive integer; e.g. 32")
-    return count
 
 
 def _checked_inputs(inputs: Iterable[tuple[str, Any]], start: int) -> list[tuple[str, Any]]:

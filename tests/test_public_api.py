@@ -20,7 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 ROOTS = ("reference_runtime", "conformance", "pytest_durable")
 #: Besides the roots, docs may import from the stores package and from these documented modules.
 PUBLIC_PACKAGES = ("reference_runtime.stores",)
-PUBLIC_MODULES = ("pytest_durable.strategies",)  # Hypothesis strategies, a namespace like hypothesis.strategies
+#: ``pytest_durable.strategies``: Hypothesis strategies, a namespace like hypothesis.strategies;
+#: ``reference_runtime.config``: the configuration key registry (CFG-1), documented in docs/configuration.md.
+PUBLIC_MODULES = ("pytest_durable.strategies", "reference_runtime.config")
 
 #: Doc imports of store modules, allowed until ``reference_runtime.stores`` exports these stores (issue 12,
 #: item 1). The integrator empties this once the package exists; an entry no doc uses fails the test below.

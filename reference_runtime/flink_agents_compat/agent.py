@@ -25,10 +25,6 @@ from ..records import ActionRef
 from .context import _HOOK, FlinkContext, Metrics
 from .events import unwrap
 
-#: Runner config key: ``"typed"`` (default) hands actions events of the class they were sent as, like the
-#: local execution environment of Flink Agents; ``"base"`` hands them plain ``Event``s, like a cluster.
-DELIVERY_KEY = "flink-agents.event-delivery"
-
 _BY_CLASS: dict[type, type[Agent]] = {}
 _BY_INSTANCE: weakref.WeakKeyDictionary[FlinkAgent, type[Agent]] = weakref.WeakKeyDictionary()
 #: Resource kinds declared by decorator (a descriptor of a real model, store or server).
@@ -153,7 +149,7 @@ def _spec(
         def resolve(resource: str, kind: ResourceType) -> Any:
             return env.resources.get(resource, kind, ctx)
 
-        base = ctx.config.get(DELIVERY_KEY, "typed") == "base"
+        base = ctx.settings.event_delivery == "base"
         return fn(unwrap(event, base=base), FlinkContext(ctx, config, resolve, env.metrics))
 
     # The identity Java computes for the user's function (state keys), as for a reference agent.

@@ -20,9 +20,11 @@ from flink_agents.api.resource import ResourceType
 from flink_agents.api.runner_context import RunnerContext as FlinkRunnerContext
 from pydantic import PrivateAttr
 
+from ..config import parse_bool
 from ..context import RunnerContext
-from ..errors import UnsupportedFeatureError
+from ..errors import ConfigError, UnsupportedFeatureError
 from ..events import Event
+from ..limits import safe_repr
 from ..memory import MemoryObject, MemoryRef
 from .events import wrap
 
@@ -102,16 +104,19 @@ class Config(ReadableConfiguration):
 def _coerce(value: Any, kind: Any, key: str) -> Any:
     if value is None or (isinstance(value, kind) and not (kind is int and isinstance(value, bool))):
         return value
+    if kind is bool:
+        return parse_bool(value, key)  # the runtime's one boolean parser (spec CFG-3)
     try:
-        if kind is bool and isinstance(value, str):
-            if value.strip().lower() not in ("true", "false"):
-                raise ValueError(value)
-            return value.strip().lower() == "true"
         if isinstance(kind, type) and issubclass(kind, enum.Enum):
             return kind(value) if not isinstance(value, str) or value not in kind.__members__ else kind[value]
         return kind(value)
     except (TypeError, ValueError):
-        raise ValueError(f"config {key!r} = {value!r} is not a {kind.__name__}") from None
+        raise ConfigError(
+            f"config {key!r} must be a {kind.__name__}, got {safe_repr(value)}; fix the value in the runner's config",
+            key=key,
+            value=value,
+            expected=f"a {kind.__name__}",
+        ) from None
 
 
 class _Counter(Counter):

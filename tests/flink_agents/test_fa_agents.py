@@ -70,3 +70,26 @@ def test_an_added_action_that_cannot_be_resolved_by_name_is_one_clear_error() ->
     agent.add_action("local", [InputEvent.EVENT_TYPE], local)
     with pytest.raises(TypeError, match="define the function at module level"):
         Runner(agent)
+
+
+def switch(event: Event, ctx: RunnerContext) -> None:
+    ctx.send_event(OutputEvent(output=ctx.config.get_bool("shop.open")))
+
+
+@pytest.mark.parametrize(("value", "expected"), [("yes", True), ("OFF", False), (1, True), ("false", False)])
+def test_config_get_bool_uses_the_runtimes_one_boolean_parser(value: Any, expected: bool) -> None:
+    """FA-6, CFG-3: ``ctx.config.get_bool`` reads a switch with the runtime's boolean parser (DE-14)."""
+    agent = Agent()
+    agent.add_action("switch", [InputEvent.EVENT_TYPE], switch)
+    assert Runner(agent, config={"shop.open": value}).run([("k", 0)]).outputs == {"k": [expected]}
+
+
+def test_config_get_bool_refuses_a_non_boolean_with_a_config_error() -> None:
+    """FA-6, CFG-3: a value that is no boolean is one ConfigError naming the key and the value."""
+    from reference_runtime.config import ConfigError
+
+    agent = Agent()
+    agent.add_action("switch", [InputEvent.EVENT_TYPE], switch)
+    with pytest.raises(ConfigError, match=r"config 'shop\.open' must be a boolean .*got 'maybe'") as info:
+        Runner(agent, config={"shop.open": "maybe"}).run([("k", 0)])
+    assert (info.value.key, info.value.value) == ("shop.open", "maybe")

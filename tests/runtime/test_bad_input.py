@@ -79,8 +79,8 @@ def test_self_referencing_memory_values_and_event_attributes_are_typed(agent: ty
     ("options", "match"),
     [
         ({"mismatch": "bogus"}, "mismatch='bogus' is not a mismatch mode; use 'lenient' or 'strict'"),
-        ({"config": {"num-async-threads": "abc"}}, "num-async-threads='abc' is not a positive integer"),
-        ({"config": {"num-async-threads": 0}}, "num-async-threads=0"),
+        ({"config": {"num-async-threads": "abc"}}, "'num-async-threads' must be an integer >= 1, got 'abc'"),
+        ({"config": {"num-async-threads": 0}}, "'num-async-threads' must be an integer >= 1, got 0"),
         ({"codec": object()}, "codec must implement PayloadCodec"),
         ({"store": "sqlite:/tmp/x.db"}, r"store='sqlite:/tmp/x.db' is a string.*open_store\('sqlite:/tmp/x.db'\)"),
         ({"store": object()}, "store must implement ActionStateStore"),

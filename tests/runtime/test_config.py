@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from reference_runtime import CrashAt, FaultInjector, Phase, Runner
-from reference_runtime.config import ConfigError, config_bool, parse_bool
+from reference_runtime.config import ConfigError, parse_bool, parse_settings
 from reference_runtime.stores.memory import InMemoryStore
 
 from . import agents
@@ -52,15 +52,14 @@ def test_parser_accepts_the_documented_spellings() -> None:
         assert parse_bool(text, "k") is True
     for text in ("false", "False", "0", "no", "OFF", 0, False):
         assert parse_bool(text, "k") is False
-    assert config_bool({}, "k", True) is True
-    assert config_bool({"k": None}, "k", False) is False
+    assert parse_settings({}).reconcilers is True
+    assert parse_settings({"durable-execution.reconcilers": None}).reconcilers is True
 
 
 def test_tool_switches_use_the_same_parser() -> None:
     """DE-14: the tool-call switches read config strings the same way (``"no"`` is off, not an error)."""
-    from reference_runtime.builtin_actions import _flag
-
-    assert _flag({"tool-call.async": "no"}, "tool-call.async", True) is False
-    assert _flag({"tool-call.async": "YES"}, "tool-call.async", False) is True
+    assert parse_settings({"tool-call.async": "no"}).tool_call_async is False
+    assert parse_settings({"tool-call.parallel": "YES", "chat.async": "off"}).tool_call_parallel is True
+    assert parse_settings({"chat.async": "off"}).chat_async is False
     with pytest.raises(ConfigError, match=r"tool-call\.async"):
-        _flag({"tool-call.async": "maybe"}, "tool-call.async", True)
+        parse_settings({"tool-call.async": "maybe"})

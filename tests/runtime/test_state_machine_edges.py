@@ -33,6 +33,7 @@ from reference_runtime import (
     SimulatedCrash,
     action,
 )
+from reference_runtime.config import ConfigError, parse_settings
 from reference_runtime.durable import Outcome
 from reference_runtime.identity import args_digest, function_id
 from reference_runtime.memory import check_action_access
@@ -41,6 +42,8 @@ from reference_runtime.stores.memory import InMemoryStore
 
 from . import agents
 from .executions import REF, execution, stored
+
+SETTINGS = parse_settings({})
 
 
 @pytest.fixture(autouse=True)
@@ -296,7 +299,8 @@ def test_decode_errors_in_a_batch_name_the_slot_and_its_digest() -> None:
     from reference_runtime.batch import run_batch
 
     with pytest.raises(PayloadDecodeError) as info:
-        asyncio.run(run_batch(execution(store), [DurableCall(agents.step, (1,)), DurableCall(agents.step, (2,))], {}))
+        calls = [DurableCall(agents.step, (1,)), DurableCall(agents.step, (2,))]
+        asyncio.run(run_batch(execution(store), calls, SETTINGS))
     assert (info.value.call_index, info.value.function_id, info.value.args_digest) == (1, fid, digest)
     assert not agents.EFFECTS
 
@@ -352,17 +356,27 @@ def test_outcome_reports_success_and_failure() -> None:
 @pytest.mark.parametrize(
     ("config", "match"),
     [
-        ({"tool-call.parallelism": "many"}, "'tool-call.parallelism'"),
-        ({"tool-call.batch.timeout.ms": None}, "'tool-call.batch.timeout.ms'"),
+        ({"tool-call.parallelism": "many"}, "'tool-call.parallelism' must be an integer >= 1, got 'many'"),
+        ({"tool-call.parallelism": 0}, "'tool-call.parallelism' must be an integer >= 1, got 0"),
+        ({"tool-call.batch.timeout.ms": "soon"}, "'tool-call.batch.timeout.ms' must be an integer, got 'soon'"),
+        ({"tool-call.batch.timeout.ms": 1.5}, "'tool-call.batch.timeout.ms' must be an integer, got 1.5"),
     ],
 )
 def test_a_bad_batch_setting_is_one_clear_error(config: dict[str, Any], match: str) -> None:
-    """BAT-3, BAT-6: a batch setting that is not an integer is refused with the key and the value."""
-    from reference_runtime.batch import run_batch
+    """BAT-3, BAT-6, CFG-3: a batch setting that is not an integer in range is refused when the runner is
+    built, with the key and the value, before any action runs."""
 
-    with pytest.raises(ValueError, match=f"config {match} must be an integer"):
-        asyncio.run(run_batch(execution(InMemoryStore()), [DurableCall(agents.step, (1,))], config))
+    class OneBatch(Agent):
+        @action(InputEvent)
+        @staticmethod
+        async def work(event: Event, ctx: RunnerContext) -> None:
+            await ctx.durable_execute_all_async([DurableCall(agents.step, (1,))])
+
+    store = InMemoryStore()
+    with pytest.raises(ConfigError, match=match):
+        Runner(OneBatch, store, config=config).run([("k", 1)])
     assert not agents.EFFECTS
+    assert not store._entries
 
 
 def test_a_batch_takes_only_durable_calls() -> None:
@@ -371,7 +385,7 @@ def test_a_batch_takes_only_durable_calls() -> None:
 
     store = InMemoryStore()
     with pytest.raises(TypeError, match="takes DurableCall objects, got tuple"):
-        asyncio.run(run_batch(execution(store), [DurableCall(agents.step, (1,)), (agents.step, 2)], {}))  # type: ignore[list-item]
+        asyncio.run(run_batch(execution(store), [DurableCall(agents.step, (1,)), (agents.step, 2)], SETTINGS))  # type: ignore[list-item]
     assert stored(store) == []
 
 
@@ -390,7 +404,7 @@ def test_the_reservation_never_overwrites_a_finished_slot() -> None:
         ],
     )
     calls = [DurableCall(agents.step, (i,)) for i in (1, 2, 3)]
-    outcomes = asyncio.run(run_batch(execution(store), calls, {"tool-call.parallelism": 1}))
+    outcomes = asyncio.run(run_batch(execution(store), calls, parse_settings({"tool-call.parallelism": 1})))
     assert [o.value for o in outcomes] == [10, 20, 30]
     assert [(r.args_digest, r.status) for r in stored(store)] == [
         (args_digest((i,), {}), CallStatus.SUCCEEDED) for i in (1, 2, 3)
