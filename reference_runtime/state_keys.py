@@ -1,4 +1,4 @@
-"""State keys exactly as Flink Agents' Java ``ActionStateUtil.generateKey`` builds them (facts §6; KEY-*).
+"""State keys exactly as Flink Agents' Java ``ActionStateUtil.generateKey`` builds them (KEY-1..KEY-3).
 
 ``{key}_{seq}_{event_uuid}_{action_uuid}``: the event uuid is a name-based (MD5, version 3, no namespace)
 UUID of the event *attributes* written as compact Jackson JSON with map keys sorted; the action uuid is
