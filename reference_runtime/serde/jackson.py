@@ -197,7 +197,7 @@ _DECODER = json.JSONDecoder(parse_constant=_no_constant)
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 # The stdlib's number grammar with ASCII digits only, as its C scanner reads it.
 _NUMBER = re.compile(r"(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?")
-_scanstring: Any = getattr(json.decoder, "scanstring")  # noqa: B009 - the C string scanner, untyped in typeshed
+_scanstring: Any = getattr(json.decoder, "scanstring")  # noqa: B009 - the C string scanner; typeshed does not declare it
 
 
 def _parse_stacked(s: str, idx: int) -> Any:
