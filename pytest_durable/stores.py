@@ -78,7 +78,7 @@ class Stores:
             finally:
                 server.close()
         else:
-            from reference_runtime.stores.kafka import delete_topics
+            from reference_runtime.stores.kafka_topics import delete_topics
 
             delete_topics(self.parsed.bootstrap, made, self.parsed.timeout or 10.0)
 

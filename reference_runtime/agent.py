@@ -1,4 +1,4 @@
-"""``Agent`` and ``@action``: how a Flink-Agents-style agent is written (facts §1)."""
+"""``Agent`` and ``@action``: how a Flink-Agents-style agent is written (RUN-2)."""
 
 from __future__ import annotations
 

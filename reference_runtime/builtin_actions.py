@@ -1,9 +1,9 @@
-"""Built-in actions: tool calls and chat (seed 002, seed 004; spec TOOL-*).
+"""Built-in actions: tool calls and chat (spec TOOL-1..TOOL-5).
 
 ``tool_call_action`` answers a :class:`ToolRequestEvent` with a :class:`ToolResponseEvent`, running each
-requested tool as a durable call with function id ``tool-call-{tool_call_id}`` (seed 002's proposal, so
-two calls of one tool never share an identity). ``chat_action`` asks a chat model as a durable call, so a
-recorded answer is replayed and the model is never asked the same question twice (seed 004).
+requested tool as a durable call with function id ``tool-call-{tool_call_id}`` (TOOL-1, so two calls of
+one tool never share an identity). ``chat_action`` asks a chat model as a durable call, so a
+recorded answer is replayed and the model is never asked the same question twice (TOOL-4).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``RunnerContext``: what an action sees (facts §1)."""
+"""``RunnerContext``: what an action sees (MEM-1, DE-15, RUN-3)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ import cloudpickle
 
 
 def function_id(func: Callable[..., Any]) -> str:
-    """``module.qualname`` exactly as Flink Agents computes it (facts §2), quirks included:
+    """``module.qualname`` exactly as Flink Agents computes it (IDN-1), quirks included:
     every ``functools.partial`` becomes ``functools.<unknown>``."""
     module_name = getattr(func, "__module__", None)
     # inspect.getmodule returns sys.modules[func.__module__] whenever that attribute exists; asking
@@ -89,7 +89,7 @@ def dumps(value: Any) -> bytes:
 
 
 class CallId(NamedTuple):
-    """The idempotency identity of one durable call (seed 000): the same on every recovery, because
+    """The idempotency identity of one durable call (IDN-5, IDN-6): the same on every recovery, because
     key, sequence number, action and call index are all replayed deterministically.
 
     A named tuple (immutable, hashable) because one is built for every durable call (benchmark P4)."""

@@ -23,7 +23,7 @@ class KeyScheme(Protocol):
 
 
 class JavaKeyScheme:
-    """``{key}_{seq}_{event uuid}_{action uuid}`` exactly as Flink Agents builds it (facts §6)."""
+    """``{key}_{seq}_{event uuid}_{action uuid}`` exactly as Flink Agents builds it (KEY-1)."""
 
     name = "java"
 

@@ -1,4 +1,4 @@
-"""Short-term and sensory memory (seed 003, facts §7; spec MEM-*).
+"""Short-term and sensory memory (spec MEM-1..MEM-13).
 
 Memory is a flat map from absolute dotted path to item; the root is ``""``. An object item lists its
 children; a value item holds a validated, deep-copied value. An action sees its own writes at once, but

@@ -22,7 +22,7 @@ class CallResult(NamedTuple):
     records instead of copying them (benchmark P4).
 
     ``status`` is ``None`` for legacy records written before 0.3.0; their effective status is FAILED iff
-    an exception payload is present, never PENDING (facts §5).
+    an exception payload is present, never PENDING (SER-3).
     """
 
     function_id: str

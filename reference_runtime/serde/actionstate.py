@@ -24,6 +24,7 @@ from ..events import Event, builtin_class, rebuild_event
 from ..records import ActionState, CallResult, CallStatus, MemoryUpdate
 from . import kryo
 from .jackson import dumps, jackson_string, loads
+from .tagged import decode_value, encode_value
 
 EVENT = "org.apache.flink.agents.api.Event"
 INPUT_EVENT = "org.apache.flink.agents.api.InputEvent"
@@ -408,8 +409,6 @@ def event_to_runtime(e: JavaEvent, location: Location | None = None) -> Event:
     path = recorded.get("class") if recorded is not None else None
     fields = recorded.get("fields", {}) if recorded is not None else {}
     if recorded is not None and "attributes" in recorded:
-        from ..stores.native import decode_value
-
         attributes = decode_value(recorded["attributes"], f"$.{PY_CLASS_ATTRIBUTE}.attributes", location or Location())
     if (recorded is not None and "class" in recorded and not isinstance(path, str)) or not isinstance(fields, dict):
         raise EventClassError(
@@ -444,8 +443,6 @@ def event_from_runtime(e: Event) -> JavaEvent:
     if path is not None:
         recorded.update({"class": path, "fields": e.record_fields()})
     if not _json_plain(attributes):
-        from ..stores.native import encode_value
-
         recorded["attributes"] = encode_value(attributes, "attributes")
         attributes = _json_view(attributes)
     if recorded:

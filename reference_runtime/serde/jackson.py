@@ -1,42 +1,143 @@
-"""JSON as Jackson 2.18 writes and reads it for ``ActionStateSerde`` (spec SER-1, SER-2, SER-6).
+"""JSON as Jackson 2.18 writes and reads it for ``ActionStateSerde`` (spec SER-1, SER-2, SER-6, SER-9).
 
 Writing: compact, fields in the caller's order, Jackson's escaping (uppercase ``\\u00XX`` for control
 characters, non-BMP characters as escaped surrogate pairs, everything else raw UTF-8) and Java's
 ``Double.toString`` (JDK 19+ digits). Reading: Jackson's encoding detection (UTF-8 with or without BOM,
 UTF-16/32), one JSON value with trailing content ignored, NaN tokens and nesting deeper than 1000 refused.
+
+Neither direction needs more recursion than the caller's thread has, and neither touches the interpreter's
+recursion limit (a process-wide setting other threads depend on): the writer walks an explicit stack; the
+reader uses the stdlib's C parser, which recurses once per level, while the document fits well within the
+recursion limit, and an explicit-stack parser with the same results otherwise (SER-9).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
+import re
 import sys
 from collections.abc import Iterator
 from typing import Any
 
 from ..errors import WireFormatError
-from ..state_keys import jackson_json, jackson_string, java_double
+from .java import java_double, utf16_order, utf16_units
 
 MAX_NESTING = 1000
 
-__all__ = ["MAX_NESTING", "dumps", "jackson_string", "java_double", "loads"]
+__all__ = ["MAX_NESTING", "dumps", "jackson_json", "jackson_sorted_json", "jackson_string", "loads"]
+
+_SHORT_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\b": "\\b", "\f": "\\f"}
+_END = object()
+_STACKED = object()
+
+
+# -- writing ----------------------------------------------------------------------------------------------
+
+
+def jackson_string(s: str) -> str:
+    """A JSON string literal escaped as Jackson writes it."""
+    out = []
+    for ch in s:
+        code = ord(ch)
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif code < 0x20:
+            out.append(_SHORT_ESCAPES.get(ch) or f"\\u{code:04X}")
+        elif code > 0xFFFF:
+            # Characters outside the BMP appear as escaped surrogate pairs in the vectors.
+            hi, lo = utf16_units(ch)
+            out.append(f"\\u{hi:04X}\\u{lo:04X}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def jackson_json(value: Any, *, sort_keys: bool = False, finite_only: bool = False, what: str = "JSON") -> str:
+    """Compact JSON of plain data as Jackson writes it: map entries in insertion order, or with
+    ``sort_keys`` in UTF-16 order (``ORDER_MAP_ENTRIES_BY_KEYS``); ``finite_only`` refuses NaN and the
+    infinities instead of writing Java's spelling of them. Nesting deeper than :data:`MAX_NESTING` (which
+    no reader accepts back, and which a self-referencing value reaches) raises ValueError."""
+    parts: list[str] = []
+    out = parts.append
+    # Open containers, innermost last: each is the iterator over its remaining items and whether it is a
+    # map (its items are (key, value) pairs). An explicit stack, not recursion (SER-9).
+    stack: list[tuple[Iterator[Any], bool]] = []
+    item = value
+    while True:
+        if item is None:
+            out("null")
+        elif item is True:
+            out("true")
+        elif item is False:
+            out("false")
+        elif isinstance(item, int):
+            out(str(item))
+        elif isinstance(item, float):
+            text = java_double(item)
+            if finite_only and text in ("NaN", "Infinity", "-Infinity"):
+                # Jackson writes non-finite doubles as quoted strings only with a feature we do not use.
+                raise ValueError(f"{text} cannot be written as a JSON number")
+            out(text)
+        elif isinstance(item, str):
+            out(jackson_string(item))
+        elif isinstance(item, list | tuple | dict):
+            if len(stack) >= MAX_NESTING:
+                raise ValueError(f"{what} nests deeper than {MAX_NESTING} levels (or refers to itself)")
+            items: Iterator[Any]
+            if isinstance(item, dict):
+                is_map = True
+                pairs = [(str(k), x) for k, x in item.items()]
+                if sort_keys:
+                    pairs.sort(key=lambda kv: utf16_order(kv[0]))
+                items = iter(pairs)
+            else:
+                is_map = False
+                items = iter(item)
+            first: Any = next(items, _END)
+            if first is _END:
+                out("{}" if is_map else "[]")
+            else:
+                stack.append((items, is_map))
+                if is_map:
+                    out("{" + jackson_string(first[0]) + ":")
+                    item = first[1]
+                else:
+                    out("[")
+                    item = first
+                continue
+        else:
+            raise TypeError(f"cannot write a {type(item).__name__} as {what}")
+        # The item is written: move on to the next item of the innermost open container, closing those done.
+        while stack:
+            items, is_map = stack[-1]
+            following: Any = next(items, _END)
+            if following is not _END:
+                if is_map:
+                    out("," + jackson_string(following[0]) + ":")
+                    item = following[1]
+                else:
+                    out(",")
+                    item = following
+                break
+            stack.pop()
+            out("}" if is_map else "]")
+        else:
+            return "".join(parts)
+
+
+def jackson_sorted_json(value: Any) -> str:
+    """Compact JSON as Jackson writes a map with ``ORDER_MAP_ENTRIES_BY_KEYS`` (keys in UTF-16 order)."""
+    return jackson_json(value, sort_keys=True, what="event attribute JSON")
 
 
 def dumps(value: Any) -> str:
     """Compact Jackson JSON of plain data; dict entries in insertion order."""
-    with deep_recursion():
-        return jackson_json(value, finite_only=True)
+    return jackson_json(value, finite_only=True)
 
 
-@contextlib.contextmanager
-def deep_recursion() -> Iterator[None]:
-    """Room for documents nested up to :data:`MAX_NESTING` levels (Python's default stops near 1000)."""
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, MAX_NESTING * 4 + 500))
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(limit)
+# -- reading ----------------------------------------------------------------------------------------------
 
 
 def _decode_text(data: bytes) -> str:
@@ -61,8 +162,9 @@ def _decode_text(data: bytes) -> str:
         raise WireFormatError(f"invalid {encoding} input: {exc.reason}", offset=exc.start) from None
 
 
-def _check_depth(text: str) -> None:
-    depth = 0
+def _check_depth(text: str) -> int:
+    """How deeply the first value of ``text`` nests; deeper than :data:`MAX_NESTING` is refused."""
+    depth = deepest = 0
     in_string = escaped = False
     for i, ch in enumerate(text):
         if in_string:
@@ -76,12 +178,15 @@ def _check_depth(text: str) -> None:
             in_string = True
         elif ch in "[{":
             depth += 1
-            if depth > MAX_NESTING:
-                raise WireFormatError(f"document nests deeper than {MAX_NESTING} levels", offset=i)
+            if depth > deepest:
+                deepest = depth
+                if depth > MAX_NESTING:
+                    raise WireFormatError(f"document nests deeper than {MAX_NESTING} levels", offset=i)
         elif ch in "]}":
             depth -= 1
             if depth == 0:
-                return  # trailing content after the first value is ignored, as Jackson does
+                return deepest  # trailing content after the first value is ignored, as Jackson does
+    return deepest
 
 
 def _no_constant(name: str) -> Any:
@@ -89,6 +194,95 @@ def _no_constant(name: str) -> Any:
 
 
 _DECODER = json.JSONDecoder(parse_constant=_no_constant)
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+# The stdlib's number grammar with ASCII digits only, as its C scanner reads it.
+_NUMBER = re.compile(r"(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+_scanstring: Any = getattr(json.decoder, "scanstring")  # noqa: B009 - the C string scanner; typeshed does not declare it
+
+
+def _parse_stacked(s: str, idx: int) -> Any:
+    """The first JSON value of ``s`` from ``idx``, exactly as the stdlib decoder reads it (same values,
+    same errors at the same offsets), with an explicit stack instead of one recursion per level."""
+
+    def skip(at: int) -> int:
+        """The offset of the first character at or after ``at`` that is not JSON whitespace."""
+        spaces = _WHITESPACE.match(s, at)
+        return at if spaces is None else spaces.end()
+
+    # Open containers, innermost last, each with the key its next value goes under (None in a list).
+    stack: list[tuple[list[Any] | dict[str, Any], list[str | None]]] = []
+
+    def key_at(at: int) -> tuple[str, int]:
+        if s[at : at + 1] != '"':
+            raise json.JSONDecodeError("Expecting property name enclosed in double quotes", s, at)
+        key, at = _scanstring(s, at + 1, True)
+        at = skip(at)
+        if s[at : at + 1] != ":":
+            raise json.JSONDecodeError("Expecting ':' delimiter", s, at)
+        return key, skip(at + 1)
+
+    while True:
+        idx = skip(idx)
+        ch = s[idx : idx + 1]
+        value: Any
+        if ch == '"':
+            value, idx = _scanstring(s, idx + 1, True)
+        elif ch == "{" or ch == "[":
+            idx = skip(idx + 1)
+            if s[idx : idx + 1] == ("}" if ch == "{" else "]"):
+                value, idx = ({} if ch == "{" else []), idx + 1
+            elif ch == "{":
+                key, idx = key_at(idx)
+                stack.append(({}, [key]))
+                continue
+            else:
+                stack.append(([], [None]))
+                continue
+        elif ch == "n" and s[idx : idx + 4] == "null":
+            value, idx = None, idx + 4
+        elif ch == "t" and s[idx : idx + 4] == "true":
+            value, idx = True, idx + 4
+        elif ch == "f" and s[idx : idx + 5] == "false":
+            value, idx = False, idx + 5
+        elif (number := _NUMBER.match(s, idx)) is not None:
+            integer, frac, exp = number.groups()
+            value = float(integer + (frac or "") + (exp or "")) if frac or exp else int(integer)
+            idx = number.end()
+        elif ch == "N" and s[idx : idx + 3] == "NaN":
+            value = _no_constant("NaN")
+        elif ch == "I" and s[idx : idx + 8] == "Infinity":
+            value = _no_constant("Infinity")
+        elif ch == "-" and s[idx : idx + 9] == "-Infinity":
+            value = _no_constant("-Infinity")
+        else:
+            raise json.JSONDecodeError("Expecting value", s, idx)
+        # Store the value in its container; close every container that ends here.
+        while stack:
+            container, slot = stack[-1]
+            if isinstance(container, list):
+                container.append(value)
+            else:
+                container[slot[0] or ""] = value
+            idx = skip(idx)
+            ch = s[idx : idx + 1]
+            if ch == ",":
+                idx = skip(idx + 1)
+                if isinstance(container, dict):
+                    slot[0], idx = key_at(idx)
+                break
+            if ch != ("]" if isinstance(container, list) else "}"):
+                raise json.JSONDecodeError("Expecting ',' delimiter", s, idx)
+            value, idx = stack.pop()[0], idx + 1
+        else:
+            return value
+
+
+def _parse_c(text: str, start: int) -> Any:
+    """The stdlib's C parser (fast); :data:`_STACKED` when it runs out of recursion room in this thread."""
+    try:
+        return _DECODER.raw_decode(text, start)[0]
+    except RecursionError:
+        return _STACKED
 
 
 def loads(data: bytes | str) -> Any:
@@ -97,10 +291,11 @@ def loads(data: bytes | str) -> Any:
     start = len(text) - len(text.lstrip(" \t\r\n"))
     if start == len(text):
         raise WireFormatError("no content to map due to end-of-input", offset=start)
-    _check_depth(text)
+    deepest = _check_depth(text)
     try:
-        with deep_recursion():
-            value, _end = _DECODER.raw_decode(text, start)
+        value = _parse_c(text, start) if deepest < sys.getrecursionlimit() // 2 else _STACKED
+        if value is _STACKED:
+            value = _parse_stacked(text, start)
     except json.JSONDecodeError as exc:
         raise WireFormatError(f"malformed JSON: {exc.msg}", offset=exc.pos) from None
     except ValueError as exc:

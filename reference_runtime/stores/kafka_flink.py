@@ -53,6 +53,7 @@ from .kafka_flink_format import (
     set_call_results,
     truncate_call_results,
 )
+from .kafka_replay import location
 from .keyindex import KeyIndex
 
 
@@ -67,10 +68,6 @@ class StoredState:
     partition: int
     #: The parsed value, kept after the first delta so the next one does not parse the record again.
     java: JavaActionState | None = None
-
-
-def _loc(ref: StateRef, index: int | None = None) -> Location:
-    return Location(ref.key, ref.seq, ref.action.name, index)
 
 
 class FlinkAgentsKafkaStore(KafkaStore):
@@ -103,7 +100,7 @@ class FlinkAgentsKafkaStore(KafkaStore):
     def _model(self, stored: StoredState, ref: StateRef, index: int) -> JavaActionState:
         """A private copy of the stored state's Java model to change (the cached one stays as stored until
         the write that replaces it is acknowledged)."""
-        java = stored.java if stored.java is not None else java_model(stored.value, _loc(ref, index))
+        java = stored.java if stored.java is not None else java_model(stored.value, location(ref, index))
         return replace(java, call_results=None if java.call_results is None else list(java.call_results))
 
     def put(self, ref: StateRef, state: ActionState) -> None:
@@ -115,9 +112,9 @@ class FlinkAgentsKafkaStore(KafkaStore):
         with self._lock:
             stored = self._states.get(ref.state_key)
             if stored is None:
-                raise StoreError(f"no action state to add call results to [{_loc(ref, index)}]")
+                raise StoreError(f"no action state to add call results to [{location(ref, index)}]")
             java = self._model(stored, ref, index)
-            value = set_call_results(java, index, results, _loc(ref, index))
+            value = set_call_results(java, index, results, location(ref, index))
             if results:
                 self._write(ref, value, java)
 
@@ -158,7 +155,7 @@ class FlinkAgentsKafkaStore(KafkaStore):
                 self._tombstone(self._of_key(ref.key, lambda seq: seq > ref.seq))
                 return None
             value = stored.value
-        state, _era = decode_value(value, _loc(ref))
+        state, _era = decode_value(value, location(ref))
         return state
 
     def stored(self) -> dict[str, StoredState]:

@@ -1,5 +1,5 @@
 """The native record framing of the Kafka store (``S|…`` state frames, ``C|…`` call records, ``T|…``
-truncations; layout in :mod:`.kafka`). Pure encoding, no client I/O."""
+truncations; layout in docs/stores.md). Pure encoding, no client I/O."""
 
 from __future__ import annotations
 

@@ -8,9 +8,7 @@ the location and the JSON path that failed.
 from __future__ import annotations
 
 import base64
-import binascii
 import json
-import math
 import uuid
 from typing import Any
 
@@ -18,69 +16,9 @@ from ..errors import CorruptRecordError, EventClassError, Location, RecordLimitE
 from ..events import BASE_EVENT_CLASS, Event, builtin_class, rebuild_event
 from ..limits import decode_limits, parse_json, safe_repr
 from ..records import ActionState, CallResult, CallStatus, MemoryUpdate
+from ..serde.tagged import decode_base64, decode_value, encode_value
 
 FORMAT_VERSION = 1
-# A hard cap below Python's recursion limit for the recursive value decoder, whatever limits are set.
-_MAX_VALUE_DEPTH = 400
-
-
-def _enc(value: Any, path: str) -> Any:
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else {"$float": repr(value)}
-    if isinstance(value, bytes | bytearray):
-        return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
-    if isinstance(value, list | tuple):
-        return [_enc(v, f"{path}[{i}]") for i, v in enumerate(value)]
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise TypeError(f"cannot store a non-string dict key {safe_repr(k)} at {path}")
-            out[k] = _enc(v, f"{path}[{k!r}]")
-        return {"$map": out}
-    raise TypeError(f"cannot store a {type(value).__name__} at {path}")
-
-
-def _dec(value: Any, path: str, loc: Location, depth: int = 0) -> Any:
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if depth > _MAX_VALUE_DEPTH:
-        # parse_json already bounds the document; this keeps the recursion below far from Python's limit
-        # whatever limits are configured (spec LIM-3).
-        raise RecordLimitError(f"value at {path[:120]} nests deeper than {_MAX_VALUE_DEPTH}", loc)
-    if isinstance(value, list):
-        return [_dec(v, f"{path}[{i}]", loc, depth + 1) for i, v in enumerate(value)]
-    if isinstance(value, dict) and len(value) == 1:
-        ((tag, inner),) = value.items()
-        if tag == "$map" and isinstance(inner, dict):
-            return {k: _dec(v, f"{path}[{safe_repr(k)}]", loc, depth + 1) for k, v in inner.items()}
-        if tag == "$bytes" and isinstance(inner, str):
-            return _b64(inner, path, loc)
-        if tag == "$float" and inner in ("nan", "inf", "-inf"):
-            return float(inner)
-    raise CorruptRecordError(f"unreadable value at {path[:200]}", loc)
-
-
-def encode_value(value: Any, path: str) -> Any:
-    """A value as JSON data that keeps bytes, non-finite floats and maps exact (the Flink Agents format
-    keeps event attributes JSON cannot carry this way, WIRE-9)."""
-    return _enc(value, path)
-
-
-def decode_value(value: Any, path: str, loc: Location) -> Any:
-    """The inverse of :func:`encode_value`; malformed data raises :class:`CorruptRecordError` at ``loc``."""
-    return _dec(value, path, loc)
-
-
-def _b64(text: Any, path: str, loc: Location) -> bytes:
-    if not isinstance(text, str):
-        raise CorruptRecordError(f"expected base64 text at {path}", loc)
-    try:
-        return base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError) as exc:
-        raise CorruptRecordError(f"bad base64 at {path}: {exc}", loc) from exc
 
 
 def _field(obj: dict[str, Any], name: str, kind: type | tuple[type, ...], path: str, loc: Location) -> Any:
@@ -97,7 +35,7 @@ def encode_event(event: Event) -> dict[str, Any]:
         "class": event.java_class,
         "id": str(event.id) if event.id is not None else None,
         "type": event.type,
-        "attributes": _enc(event.attributes, "attributes"),
+        "attributes": encode_value(event.attributes, "attributes"),
         "upstream": [event.upstream_event_id, event.upstream_action_name],
     }
     # The Python class by import path, never a pickle: recovery rebuilds it from data (spec EVT-1, EVT-3).
@@ -106,7 +44,7 @@ def encode_event(event: Event) -> dict[str, Any]:
         doc["py"] = py
         fields = event.record_fields()
         if fields:
-            doc["fields"] = _enc(fields, f"fields of {py}")
+            doc["fields"] = encode_value(fields, f"fields of {py}")
     return doc
 
 
@@ -122,7 +60,7 @@ def decode_event(obj: Any, path: str, loc: Location) -> Event:
     except (ValueError, TypeError, AttributeError) as exc:
         raise CorruptRecordError(f"{path}.id is not a UUID", loc) from exc
     etype = _field(obj, "type", str, path, loc)
-    attributes = _dec(obj.get("attributes", {"$map": {}}), f"{path}.attributes", loc)
+    attributes = decode_value(obj.get("attributes", {"$map": {}}), f"{path}.attributes", loc)
     if not isinstance(attributes, dict):
         raise CorruptRecordError(f"{path}.attributes is not a map", loc)
     upstream = obj.get("upstream", [None, None])
@@ -150,7 +88,7 @@ def decode_event(obj: Any, path: str, loc: Location) -> Event:
     )
     event.id = event_id
     py = obj["py"]
-    fields = _dec(obj.get("fields", {"$map": {}}), f"{path}.fields", loc)
+    fields = decode_value(obj.get("fields", {"$map": {}}), f"{path}.fields", loc)
     if not isinstance(fields, dict):
         raise CorruptRecordError(f"{path}.fields is not a map", loc)
     try:
@@ -160,7 +98,7 @@ def decode_event(obj: Any, path: str, loc: Location) -> Event:
 
 
 def _enc_updates(updates: list[MemoryUpdate], name: str) -> list[Any]:
-    return [[u.path, _enc(u.value, f"{name}[{i}].value"), u.object_creation] for i, u in enumerate(updates)]
+    return [[u.path, encode_value(u.value, f"{name}[{i}].value"), u.object_creation] for i, u in enumerate(updates)]
 
 
 def _dec_updates(raw: Any, path: str, loc: Location) -> list[MemoryUpdate]:
@@ -170,7 +108,7 @@ def _dec_updates(raw: Any, path: str, loc: Location) -> list[MemoryUpdate]:
     for i, item in enumerate(raw):
         if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], str) and isinstance(item[2], bool)):
             raise CorruptRecordError(f"{path}[{i}] is not a memory update", loc)
-        out.append(MemoryUpdate(item[0], _dec(item[1], f"{path}[{i}].value", loc), item[2]))
+        out.append(MemoryUpdate(item[0], decode_value(item[1], f"{path}[{i}].value", loc), item[2]))
     return out
 
 
@@ -223,7 +161,7 @@ def decode_state(data: bytes, location: Location) -> ActionState:
         output_events=[decode_event(e, f"$.outputs[{i}]", loc) for i, e in enumerate(outputs)],
         call_results=[],
         completed=completed,
-        signature=_b64(doc["sig"], "$.sig", loc) if "sig" in doc else None,
+        signature=decode_base64(doc["sig"], "$.sig", loc) if "sig" in doc else None,
     )
 
 
@@ -256,7 +194,7 @@ def decode_call_result(data: bytes, location: Location) -> CallResult:
     return CallResult(
         doc["f"],
         doc["d"],
-        _b64(doc["r"], "$.r", loc) if doc["r"] is not None else None,
-        _b64(doc["e"], "$.e", loc) if doc["e"] is not None else None,
+        decode_base64(doc["r"], "$.r", loc) if doc["r"] is not None else None,
+        decode_base64(doc["e"], "$.e", loc) if doc["e"] is not None else None,
         parsed_status,
     )

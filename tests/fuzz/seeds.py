@@ -17,7 +17,7 @@ from reference_runtime.codecs import CloudpickleCodec, JavaStyleCodec, RecordBin
 from reference_runtime.faults import CrashAt, Phase
 from reference_runtime.records import ActionState, CallResult, StateRef
 from reference_runtime.stores.forwarding import ForwardingStore
-from reference_runtime.stores.kafka import encode_frame
+from reference_runtime.stores.kafka_native_format import encode_frame
 from reference_runtime.stores.memory import InMemoryStore
 from reference_runtime.stores.native import encode_call_result, encode_state
 from tests.runtime import agents

@@ -22,7 +22,7 @@ from reference_runtime.records import ActionRef, ActionState, CallResult, StateR
 from reference_runtime.serde import jackson, kryo
 from reference_runtime.serde.actionstate import read_action_state
 from reference_runtime.serde.legacy import read_legacy_020
-from reference_runtime.stores.kafka import decode_frame, parse_record_key
+from reference_runtime.stores.kafka_native_format import decode_frame, parse_record_key
 from reference_runtime.stores.memory import InMemoryStore
 from reference_runtime.stores.native import decode_call_result, decode_state
 

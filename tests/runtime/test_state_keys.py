@@ -8,10 +8,10 @@ import pytest
 
 from reference_runtime import Agent, Event, InputEvent, OutputEvent, Runner, RunnerContext, action
 from reference_runtime.records import ActionRef
+from reference_runtime.serde.jackson import jackson_sorted_json
 from reference_runtime.state_keys import (
     action_hash,
     collision_free_state_key,
-    jackson_sorted_json,
     java_list_hash,
     java_state_key,
     java_string_hash,

@@ -26,6 +26,8 @@ from reference_runtime.serde.actionstate import (
 from reference_runtime.serde.legacy import read_legacy_020
 from tests.vectors import VECTORS, cases
 
+from .kryo_vectors import typed_from_vector
+
 KRYO = cases("kryo_values.jsonl")
 SER = cases("actionstate_serialize.jsonl")
 DE = cases("actionstate_deserialize.jsonl")
@@ -41,10 +43,10 @@ def test_kryo_payload_is_byte_exact(case: dict[str, Any]) -> None:
     """SER-4: every Kryo payload is reproduced, read back as Java did, and re-encoded to the same bytes."""
     payload = base64.b64decode(case["payload_b64"])
     # A HashMap is written in Java's iteration order, recorded when it differs from insertion order.
-    value = kryo.typed_from_vector(case.get("java_iteration_value", case["value"]))
+    value = typed_from_vector(case.get("java_iteration_value", case["value"]))
     assert kryo.encode(value) == payload
     decoded = kryo.decode(payload)
-    assert decoded == kryo.typed_from_vector(case["roundtrip_value"]) or case.get("roundtrip_iteration_order_changed")
+    assert decoded == typed_from_vector(case["roundtrip_value"]) or case.get("roundtrip_iteration_order_changed")
     assert kryo.encode(decoded) == payload
     envelope = '{"serde":"kryo","version":1,"payload":"' + case["payload_b64"] + '"}'
     assert envelope == case["envelope_json"]
@@ -63,7 +65,7 @@ def _event(form: dict[str, Any]) -> JavaEvent:
 
 
 def _update(u: dict[str, Any]) -> JavaMemoryUpdate:
-    return JavaMemoryUpdate(u["path"], kryo.typed_from_vector(u.get("java_iteration_value", u["value"])))
+    return JavaMemoryUpdate(u["path"], typed_from_vector(u.get("java_iteration_value", u["value"])))
 
 
 def _call(c: dict[str, Any]) -> JavaCallResult:
@@ -130,7 +132,7 @@ def test_deserialize_verdicts_match_java(case: dict[str, Any]) -> None:
             want["isPending"],
         )
     for got_u, want_u in zip(runtime.short_term_memory_updates, case["shortTermMemoryValues"] or [], strict=True):
-        assert got_u.value == kryo.to_python(kryo.typed_from_vector(want_u["value"]))
+        assert got_u.value == kryo.to_python(typed_from_vector(want_u["value"]))
 
 
 def test_object_creation_is_written_and_read_back() -> None:
@@ -159,7 +161,7 @@ def test_legacy_020_records(case: dict[str, Any]) -> None:
     legacy = read_legacy_020(data)
     rt = case["roundtrip_0_2_0"]
     assert [u.value for u in legacy.short_term_memory_updates] == [
-        kryo.to_python(kryo.typed_from_vector(v["value"])) for v in rt["shortTermMemoryValues"]
+        kryo.to_python(typed_from_vector(v["value"])) for v in rt["shortTermMemoryValues"]
     ]
     assert [(c.function_id, c.effective_status is CallStatus.SUCCEEDED) for c in legacy.call_results] == [
         (c["functionId"], c["isSuccess"]) for c in rt["callResults"]

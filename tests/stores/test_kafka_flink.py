@@ -20,7 +20,6 @@ from reference_runtime.errors import CorruptRecordError, StoreError, StoreUrlErr
 from reference_runtime.events import BASE_EVENT_CLASS
 from reference_runtime.records import ActionRef, ActionState, CallResult, CallStatus, MemoryUpdate, StateRef
 from reference_runtime.runner import Runner
-from reference_runtime.serde import kryo
 from reference_runtime.serde.jackson import loads
 from reference_runtime.state_keys import event_uuid, java_string_hash, name_uuid
 from reference_runtime.stores.kafka import KafkaStore
@@ -31,6 +30,7 @@ from reference_runtime.stores.kafka_flink_format import (
     parse_state_key,
     partition_for,
 )
+from tests.serde.kryo_vectors import typed_from_vector
 from tests.vectors import captured_records, cases
 
 from .test_kafka_store import produce_raw, read_topic
@@ -178,7 +178,7 @@ def _runtime_state(i: dict[str, Any], construction: str) -> ActionState:
     """A vector's input as the runtime state a runner would put (Java value types pinned as JavaValue)."""
 
     def update(u: dict[str, Any]) -> MemoryUpdate:
-        return MemoryUpdate(u["path"], kryo.typed_from_vector(u.get("java_iteration_value", u["value"])))
+        return MemoryUpdate(u["path"], typed_from_vector(u.get("java_iteration_value", u["value"])))
 
     def b(c: dict[str, Any], k: str) -> bytes | None:
         return None if c.get(k) is None else base64.b64decode(c[k])

@@ -459,7 +459,7 @@ def test_corrupt_state_record_names_key_seq_action(tansu: str, store: Any, value
     store.put(good, ActionState())
     store.put(bad, ActionState())
     if value is None:  # a valid frame whose native header is garbage
-        from reference_runtime.stores.kafka import encode_frame
+        from reference_runtime.stores.kafka_native_format import encode_frame
 
         value = encode_frame("bad", 7, "work", b"{not json", [])
     produce_raw(

@@ -1,0 +1,69 @@
+"""Tagged JSON values: plain data as JSON that keeps bytes (``{"$bytes": base64}``), non-finite floats
+(``{"$float": "nan"}``) and maps (``{"$map": {...}}``) exact. The native records store every value this way,
+and a Java record keeps the event attributes JSON cannot carry in this form (WIRE-9), so it lives on the
+serde side and the serde never imports a store (SER-10)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+from typing import Any
+
+from ..errors import CorruptRecordError, Location, RecordLimitError
+from ..limits import safe_repr
+
+# A hard cap below Python's recursion limit for the recursive value decoder, whatever limits are set.
+MAX_VALUE_DEPTH = 400
+
+
+def encode_value(value: Any, path: str) -> Any:
+    """``value`` as tagged JSON data; a type JSON cannot hold exactly, or a non-string dict key, raises
+    TypeError naming ``path``."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {"$float": repr(value)}
+    if isinstance(value, bytes | bytearray):
+        return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, list | tuple):
+        return [encode_value(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise TypeError(f"cannot store a non-string dict key {safe_repr(k)} at {path}")
+            out[k] = encode_value(v, f"{path}[{k!r}]")
+        return {"$map": out}
+    raise TypeError(f"cannot store a {type(value).__name__} at {path}")
+
+
+def decode_value(value: Any, path: str, loc: Location, depth: int = 0) -> Any:
+    """The inverse of :func:`encode_value`; malformed data raises :class:`CorruptRecordError` at ``loc``."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if depth > MAX_VALUE_DEPTH:
+        # parse_json already bounds the document; this keeps the recursion below far from Python's limit
+        # whatever limits are configured (spec LIM-3).
+        raise RecordLimitError(f"value at {path[:120]} nests deeper than {MAX_VALUE_DEPTH}", loc)
+    if isinstance(value, list):
+        return [decode_value(v, f"{path}[{i}]", loc, depth + 1) for i, v in enumerate(value)]
+    if isinstance(value, dict) and len(value) == 1:
+        ((tag, inner),) = value.items()
+        if tag == "$map" and isinstance(inner, dict):
+            return {k: decode_value(v, f"{path}[{safe_repr(k)}]", loc, depth + 1) for k, v in inner.items()}
+        if tag == "$bytes" and isinstance(inner, str):
+            return decode_base64(inner, path, loc)
+        if tag == "$float" and inner in ("nan", "inf", "-inf"):
+            return float(inner)
+    raise CorruptRecordError(f"unreadable value at {path[:200]}", loc)
+
+
+def decode_base64(text: Any, path: str, loc: Location) -> bytes:
+    """Strict base64 at ``path``; anything else raises :class:`CorruptRecordError` at ``loc``."""
+    if not isinstance(text, str):
+        raise CorruptRecordError(f"expected base64 text at {path}", loc)
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise CorruptRecordError(f"bad base64 at {path}: {exc}", loc) from exc
