@@ -21,8 +21,16 @@ ROOTS = ("reference_runtime", "conformance", "pytest_durable")
 #: Besides the roots, docs may import from the stores package and from these documented modules.
 PUBLIC_PACKAGES = ("reference_runtime.stores",)
 #: ``pytest_durable.strategies``: Hypothesis strategies, a namespace like hypothesis.strategies;
-#: ``reference_runtime.config``: the configuration key registry (CFG-1), documented in docs/configuration.md.
-PUBLIC_MODULES = ("pytest_durable.strategies", "reference_runtime.config")
+#: ``reference_runtime.config``: the configuration key registry (CFG-1), documented in docs/configuration.md;
+#: the serde's Jackson, Java and tagged-value modules: wire-format building blocks for other implementations
+#: (SER-9, SER-10), documented in docs/wire-format.md.
+PUBLIC_MODULES = (
+    "pytest_durable.strategies",
+    "reference_runtime.config",
+    "reference_runtime.serde.jackson",
+    "reference_runtime.serde.java",
+    "reference_runtime.serde.tagged",
+)
 
 #: Doc imports of store modules, allowed until ``reference_runtime.stores`` exports these stores (issue 12,
 #: item 1). The integrator empties this once the package exists; an entry no doc uses fails the test below.
