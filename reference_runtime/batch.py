@@ -94,16 +94,20 @@ async def run_batch(ex: ActionExecution, calls: list[DurableCall], config: Mappi
             if deadline is not None and clock.now() >= deadline:
                 return  # its turn came after the deadline: it never starts and stays PENDING
             started[n] = True
-            outcome = await ex.run_async(slots[n])
-            if halted:
-                return  # another slot crashed while this one ran: a dead process records nothing more
-            if deadline is not None and clock.now() > deadline:
-                # Finished after the deadline (retries included): the work happened, but the batch reports
-                # it failed.
-                outcome = Outcome.failure(_late(slots[n], timeout_ms))
             try:
+                outcome = await ex.run_async(slots[n])
+                if halted:
+                    return  # another slot crashed while this one ran: a dead process records nothing more
+                if deadline is not None and clock.now() > deadline:
+                    # Finished after the deadline (its retries included, BAT-8): the work happened, but the
+                    # batch reports it failed.
+                    outcome = Outcome.failure(_late(slots[n], timeout_ms))
                 finalize(n, outcome)
+            except asyncio.CancelledError:
+                raise
             except BaseException as exc:
+                # A crash in the work (e.g. between two attempts) or in its persist ends the batch before
+                # this slot's window place is released, so no other slot starts after it.
                 halted.append(exc)
                 raise
 
