@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Generator
 from typing import Any, Protocol, runtime_checkable
 
 from .durable import ActionExecution
@@ -168,6 +168,29 @@ class _Plan:
         )
 
 
+Step = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
+
+
+def _steps(plan: _Plan) -> Generator[Step, Any, Any]:
+    """The decisions of one two-phase operation, once for the sync and async paths (DE-17): yields each
+    durable call to make and receives its result, or has its exception thrown in; returns what commit
+    returned."""
+    prepared = yield plan.prepare()
+    try:
+        return (yield plan.commit(prepared))
+    except DurableError as exc:  # the runtime failed to record the commit: it may have run, never abort
+        _committed_unrecorded(exc, plan.base)
+        raise
+    except Exception as commit_error:
+        try:
+            yield plan.abort(prepared)
+        except DurableError:
+            raise
+        except Exception as abort_error:
+            _attach_abort_failure(commit_error, abort_error)
+        raise
+
+
 def execute_two_phase(
     ex: ActionExecution,
     op: TwoPhaseCommit,
@@ -177,24 +200,18 @@ def execute_two_phase(
     retry: RetryPolicy | None = None,
 ) -> Any:
     """Prepare, commit (abort if commit fails); returns what ``commit`` returned."""
-    plan = _Plan(op, durable_id, reconcilers, retry)
-    func, args, options = plan.prepare()
-    prepared = ex.execute(func, args, {}, **options)
-    func, args, options = plan.commit(prepared)
-    try:
-        return ex.execute(func, args, {}, **options)
-    except DurableError as exc:  # the runtime failed to record the commit: it may have run, never abort
-        _committed_unrecorded(exc, plan.base)
-        raise
-    except Exception as commit_error:
-        func, args, options = plan.abort(prepared)
+    steps = _steps(_Plan(op, durable_id, reconcilers, retry))
+    result: Any = None
+    error: Exception | None = None
+    while True:
         try:
-            ex.execute(func, args, {}, **options)
-        except DurableError:
-            raise
-        except Exception as abort_error:
-            _attach_abort_failure(commit_error, abort_error)
-        raise
+            func, args, options = steps.send(result) if error is None else steps.throw(error)
+        except StopIteration as done:
+            return done.value
+        try:
+            result, error = ex.execute(func, args, {}, **options), None
+        except Exception as exc:  # thrown into the steps; a BaseException (a crash) ends the operation
+            result, error = None, exc
 
 
 async def execute_two_phase_async(
@@ -206,23 +223,15 @@ async def execute_two_phase_async(
     retry: RetryPolicy | None = None,
 ) -> Any:
     """The ``durable_execute_async`` form of :func:`execute_two_phase` (work on the async pool)."""
-    plan = _Plan(op, durable_id, reconcilers, retry)
-
-    def call(step: tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]) -> Awaitable[Any]:
-        func, args, options = step
-        return ex.execute_async(func, args, {}, **options)
-
-    prepared = await call(plan.prepare())
-    try:
-        return await call(plan.commit(prepared))
-    except DurableError as exc:
-        _committed_unrecorded(exc, plan.base)
-        raise
-    except Exception as commit_error:
+    steps = _steps(_Plan(op, durable_id, reconcilers, retry))
+    result: Any = None
+    error: Exception | None = None
+    while True:
         try:
-            await call(plan.abort(prepared))
-        except DurableError:
-            raise
-        except Exception as abort_error:
-            _attach_abort_failure(commit_error, abort_error)
-        raise
+            func, args, options = steps.send(result) if error is None else steps.throw(error)
+        except StopIteration as done:
+            return done.value
+        try:
+            result, error = await ex.execute_async(func, args, {}, **options), None
+        except Exception as exc:
+            result, error = None, exc
