@@ -1,66 +1,68 @@
 """Parallel durable batches: ``durable_execute_all_async`` (PR #926 semantics; spec BAT-*).
 
-A batch occupies call indexes ``base … base+n-1``. Slots are planned against the records first, every
-new slot is reserved as PENDING in one persist before any work starts, work runs on the async pool
-with a sliding window, and each slot is finalized at its own index as its work finishes, so the
-records do not depend on completion order.
+A batch is a driver over the slot lifecycle of :class:`~reference_runtime.durable.ActionExecution`
+(DE-16). It occupies call indexes ``base … base+n-1``: every slot is opened against its record first,
+every new slot is reserved as PENDING in one persist before any work starts (BAT-2), work runs on the
+async pool with a sliding window (BAT-3), retries included (BAT-7), and each slot is finalized at its own
+index as its work finishes, so the records do not depend on completion order (BAT-4).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
 from .config import RuntimeSettings
-from .durable import ActionExecution, Outcome, Source, validate_reconciler
-from .faults import Phase
-from .identity import args_digest, function_id
-from .records import CallResult
+from .durable import ActionExecution, Outcome, Slot, validate_reconciler
+from .retry import RetryPolicy
 
 
 @dataclass(frozen=True)
 class DurableCall:
-    """One call of a batch. ``durable_id`` overrides the function id, as for ``durable_execute``."""
+    """One call of a batch. ``durable_id`` overrides the function id and ``retry`` retries the function
+    inside its slot, as for ``durable_execute`` (BAT-7)."""
 
     func: Callable[..., Any]
     args: tuple[Any, ...] = ()
     kwargs: Mapping[str, Any] | None = None
     reconciler: Callable[[], Any] | None = None
     durable_id: str | None = None
+    retry: RetryPolicy | None = None
 
 
 class BatchTimeoutError(TimeoutError):
     """A batch call did not finish within ``tool-call.batch.timeout.ms``."""
 
 
-@dataclass
-class _Slot:
-    index: int
-    call: DurableCall
-    fid: str
-    digest: str
-    plan: Literal["replay", "reconcile", "execute"]
-    outcome: Outcome | None = None
-    started: bool = False
-    kwargs: dict[str, Any] = field(default_factory=dict)
-
-
 async def run_batch(ex: ActionExecution, calls: list[DurableCall], settings: RuntimeSettings) -> list[Outcome]:
     """Run ``calls`` as one durable batch and return their outcomes in input order."""
-    for c in calls:
+    for n, c in enumerate(calls):
         if not isinstance(c, DurableCall):
             raise TypeError(f"durable_execute_all_async takes DurableCall objects, got {type(c).__name__}")
         validate_reconciler(c.reconciler)
+        if c.retry is not None and not isinstance(c.retry, RetryPolicy):
+            raise TypeError(
+                f"DurableCall(retry={c.retry!r}) at position {n} of the batch: expected a RetryPolicy(...) or None"
+            )
     parallelism, timeout_ms = settings.batch_parallelism, settings.tool_call_batch_timeout_ms
     base = ex.index
-    slots = _plan(ex, base, calls)
-    new = [s for s in slots if s.plan == "execute" and s.index >= len(ex.records)]
+    slots: list[Slot] = []
+    for n, c in enumerate(calls):
+        slot = ex.open_slot(
+            base + n, c.func, tuple(c.args), dict(c.kwargs or {}), c.reconciler, c.durable_id, c.retry, reserve=False
+        )
+        recorded = slot[2]
+        if recorded is not None:  # a replay: journaled now, nothing to run (BAT-5)
+            ex.finalize(slot, recorded)
+        slots.append(slot)
+    new = [s for s in slots if s[1] == "execute"]
     if new:
         # One persist reserves every new slot, so a crash during the batch sees all of them in flight.
-        ex.write(new[0].index, [CallResult.pending(s.fid, s.digest) for s in new])
-        ex.fault(Phase.AFTER_PENDING, new[0].index, new[0].fid)
+        ex.reserve(new)
+    outcomes: list[Outcome | None] = [s[2] for s in slots]
+    started = [False] * len(slots)
     window = asyncio.Semaphore(parallelism)
     # The deadline is kept on the runtime's clock, so a virtual clock drives it (spec BAT-6): slots then
     # check it themselves when their turn comes and when they finish. Only a real clock also needs the
@@ -70,7 +72,11 @@ async def run_batch(ex: ActionExecution, calls: list[DurableCall], settings: Run
 
     halted: list[BaseException] = []
 
-    async def run(slot: _Slot) -> None:
+    def finalize(n: int, outcome: Outcome) -> None:
+        outcomes[n] = outcome
+        ex.finalize(slots[n], outcome)
+
+    async def run(n: int) -> None:
         async with window:
             if halted:
                 # A crash in another slot is a dead process: nothing may start after it (not even in the
@@ -78,28 +84,25 @@ async def run_batch(ex: ActionExecution, calls: list[DurableCall], settings: Run
                 return
             if deadline is not None and clock.now() >= deadline:
                 return  # its turn came after the deadline: it never starts and stays PENDING
-            slot.started = True
-            if slot.plan == "reconcile":
-                assert slot.call.reconciler is not None
-                outcome = await ex.offload(
-                    slot.call.reconciler, (), {}, ex.context_for(slot.index, slot.fid, slot.digest)
-                )
-            else:
-                outcome = await ex.offload(
-                    slot.call.func, slot.call.args, slot.kwargs, ex.context_for(slot.index, slot.fid, slot.digest)
-                )
-            if halted:
-                return  # another slot crashed while this one ran: a dead process records nothing more
-            if deadline is not None and clock.now() > deadline:
-                # Finished after the deadline: the work happened, but the batch reports it failed.
-                outcome = Outcome.failure(_late(slot, timeout_ms))
+            started[n] = True
             try:
-                _finalize(ex, slot, outcome)
+                outcome = await ex.run_async(slots[n])
+                if halted:
+                    return  # another slot crashed while this one ran: a dead process records nothing more
+                if deadline is not None and clock.now() > deadline:
+                    # Finished after the deadline (its retries included, BAT-8): the work happened, but the
+                    # batch reports it failed.
+                    outcome = Outcome.failure(_late(slots[n], timeout_ms))
+                finalize(n, outcome)
+            except asyncio.CancelledError:
+                raise
             except BaseException as exc:
+                # A crash in the work (e.g. between two attempts) or in its persist ends the batch before
+                # this slot's window place is released, so no other slot starts after it.
                 halted.append(exc)
                 raise
 
-    tasks = {asyncio.ensure_future(run(s)): s for s in slots if s.plan != "replay"}
+    tasks = {asyncio.ensure_future(run(n)): n for n, s in enumerate(slots) if s[1] != "replay"}
     try:
         if tasks:
             virtual = getattr(clock, "virtual", False)
@@ -110,60 +113,20 @@ async def run_batch(ex: ActionExecution, calls: list[DurableCall], settings: Run
                     raise t.exception()  # type: ignore[misc]
             for t in pending:
                 t.cancel()
-            for t, slot in tasks.items():
-                if t in pending and slot.started:
+            for t, n in tasks.items():
+                if t in pending and started[n]:
                     # Started but unfinished: the work may still land, but the batch reports it failed.
-                    _finalize(ex, slot, Outcome.failure(_late(slot, timeout_ms)))
-                elif slot.outcome is None:
-                    slot.outcome = Outcome.failure(BatchTimeoutError(f"{slot.fid} did not start in time"))
+                    finalize(n, Outcome.failure(_late(slots[n], timeout_ms)))
+                elif outcomes[n] is None:
+                    fid = slots[n][0].function_id
+                    outcomes[n] = Outcome.failure(BatchTimeoutError(f"{fid} did not start in time"))
     finally:
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
     ex.index = base + len(calls)
-    return [s.outcome if s.outcome is not None else Outcome.failure(RuntimeError("no outcome")) for s in slots]
+    return [o if o is not None else Outcome.failure(RuntimeError("no outcome")) for o in outcomes]
 
 
-def _late(slot: _Slot, timeout_ms: int) -> BatchTimeoutError:
-    return BatchTimeoutError(f"{slot.fid} did not finish within {timeout_ms} ms")
-
-
-def _plan(ex: ActionExecution, base: int, calls: list[DurableCall]) -> list[_Slot]:
-    slots = []
-    diverged = False
-    for i, c in enumerate(calls):
-        kwargs = dict(c.kwargs or {})
-        fid = c.durable_id if c.durable_id is not None else function_id(c.func)
-        digest = args_digest(tuple(c.args), kwargs)
-        index = base + i
-        ex.fault(Phase.BEFORE_CALL, index, fid)
-        slot = _Slot(index, c, fid, digest, "execute", kwargs=kwargs)
-        if not diverged and index < len(ex.records):
-            record = ex.records[index]
-            if record.matches(fid, digest):
-                if record.is_terminal:
-                    slot.plan, slot.outcome = "replay", ex.decode(record, index)
-                    ex.journal.append(_entry(ex, slot, "replayed"))
-                elif c.reconciler is not None:
-                    slot.plan = "reconcile"
-            else:
-                ex.mismatch(index, record, fid, digest)
-                diverged = True
-        slots.append(slot)
-    return slots
-
-
-def _finalize(ex: ActionExecution, slot: _Slot, outcome: Outcome) -> None:
-    slot.outcome = outcome
-    ex.journal.append(_entry(ex, slot, "reconciled" if slot.plan == "reconcile" else "executed"))
-    ex.fault(Phase.AFTER_EFFECT, slot.index, slot.fid)
-    ex.write(slot.index, [ex.encode(slot.fid, slot.digest, outcome, slot.index)])
-    ex.fault(Phase.AFTER_RECORD, slot.index, slot.fid)
-
-
-def _entry(ex: ActionExecution, slot: _Slot, source: Source) -> Any:
-    from .durable import JournalEntry
-
-    assert slot.outcome is not None or source != "replayed"
-    kind: Literal["ok", "error"] = "error" if slot.outcome is not None and slot.outcome.error else "ok"
-    return JournalEntry(ex.call_id(slot.index), slot.fid, slot.digest, kind, source, ex.failovers)
+def _late(slot: Slot, timeout_ms: int) -> BatchTimeoutError:
+    return BatchTimeoutError(f"{slot[0].function_id} did not finish within {timeout_ms} ms")

@@ -170,13 +170,13 @@ class _Plan:
         )
 
 
-#: One call of the protocol: (function, args, options) for ``ActionExecution.execute``.
-_Step = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
+Step = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 
 
-def _protocol(plan: _Plan) -> Generator[_Step, Any, Any]:
-    """Prepare, commit (abort if commit fails), written once for both drivers: it yields each call to make
-    and is sent the call's result, or has the call's exception thrown in; it returns what commit returned."""
+def _steps(plan: _Plan) -> Generator[Step, Any, Any]:
+    """The decisions of one two-phase operation, once for the sync and async paths (DE-17): yields each
+    durable call to make and receives its result, or has its exception thrown in; returns what commit
+    returned."""
     prepared = yield plan.prepare()
     try:
         return (yield plan.commit(prepared))
@@ -202,21 +202,18 @@ def execute_two_phase(
     retry: RetryPolicy | None = None,
 ) -> Any:
     """Prepare, commit (abort if commit fails); returns what ``commit`` returned."""
-    protocol = _protocol(_Plan(op, durable_id, reconcilers, retry))
-    try:
-        step = next(protocol)
-        while True:
-            func, args, options = step
-            try:
-                result = ex.execute(func, args, {}, **options)
-            except Exception as exc:
-                step = protocol.throw(exc)
-            else:
-                step = protocol.send(result)
-    except StopIteration as done:
-        return done.value
-    finally:
-        protocol.close()
+    steps = _steps(_Plan(op, durable_id, reconcilers, retry))
+    result: Any = None
+    error: Exception | None = None
+    while True:
+        try:
+            func, args, options = steps.send(result) if error is None else steps.throw(error)
+        except StopIteration as done:
+            return done.value
+        try:
+            result, error = ex.execute(func, args, {}, **options), None
+        except Exception as exc:  # thrown into the steps; a BaseException (a crash) ends the operation
+            result, error = None, exc
 
 
 async def execute_two_phase_async(
@@ -228,18 +225,15 @@ async def execute_two_phase_async(
     retry: RetryPolicy | None = None,
 ) -> Any:
     """The ``durable_execute_async`` form of :func:`execute_two_phase` (work on the async pool)."""
-    protocol = _protocol(_Plan(op, durable_id, reconcilers, retry))
-    try:
-        step = next(protocol)
-        while True:
-            func, args, options = step
-            try:
-                result = await ex.execute_async(func, args, {}, **options)
-            except Exception as exc:
-                step = protocol.throw(exc)
-            else:
-                step = protocol.send(result)
-    except StopIteration as done:
-        return done.value
-    finally:
-        protocol.close()
+    steps = _steps(_Plan(op, durable_id, reconcilers, retry))
+    result: Any = None
+    error: Exception | None = None
+    while True:
+        try:
+            func, args, options = steps.send(result) if error is None else steps.throw(error)
+        except StopIteration as done:
+            return done.value
+        try:
+            result, error = await ex.execute_async(func, args, {}, **options), None
+        except Exception as exc:
+            result, error = None, exc

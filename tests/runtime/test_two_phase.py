@@ -274,3 +274,37 @@ def test_the_async_path_keeps_the_same_promises() -> None:
     assert failed.outputs == {"k": ["failed: participant refused; abort_error=ValueError('abort lost the connection')"]}
     with pytest.raises(TwoPhaseCommitError, match="reconciles its commit itself"):
         run(async_agent(lambda: Payment(5), reconciler=lambda: None))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: CheckedPayment(5),
+        lambda: Payment(5, fail_commit=True),
+        lambda: Payment(5, fail_commit=True, fail_abort=True),
+    ],
+    ids=["commits", "aborts", "abort-fails"],
+)
+def test_sync_and_async_two_phase_calls_are_one_state_machine(make: Any) -> None:
+    """DE-17, TPC-3, TPC-8: at every crash point of the synchronous run, durable_execute_async makes the same
+    calls, fault points and journal, and ends with the same output and participant state."""
+
+    def observe(agent_cls: type[Agent], crash: CrashAt | None) -> tuple[Any, ...]:
+        STATE.clear()
+        CALLS.clear()
+        VISIBLE.clear()
+        injector = FaultInjector([crash] if crash else [])
+        result = Runner(agent_cls, InMemoryStore(), injector=injector).run([("k", 5)])
+        journal = [(e.attempt, e.call_id.call_index, e.function_id, e.outcome, e.source) for e in result.journal]
+        trace = [p.label() for p in injector.trace]
+        return result.outputs, trace, journal, dict(CALLS), dict(STATE), dict(VISIBLE), result.failovers
+
+    learn = FaultInjector()
+    Runner(agent(make), InMemoryStore(), injector=learn).run([("k", 5)])
+    points = list(dict.fromkeys(p for p in learn.trace if p.call_index is not None))
+    assert points, "the operation reaches call fault points"
+    for crash in [None, *(CrashAt(p.phase, call_index=p.call_index) for p in points)]:
+        sync, asynchronous = observe(agent(make), crash), observe(async_agent(make), crash)
+        # The sync agent also reports the failure's notes; compare what both report.
+        assert [o.split("; [")[0] for o in sync[0]["k"]] == asynchronous[0]["k"], crash
+        assert sync[1:] == asynchronous[1:], crash
