@@ -73,7 +73,7 @@ SUITE = textwrap.dedent(
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        from pytest_durable.loading import CommandError
+        from .loading import CommandError
 
         raise CommandError(f"{self.prog}: {message} (see {self.prog} --help)")
 
@@ -100,9 +100,8 @@ def _parser() -> argparse.ArgumentParser:
 def _check_backend(spec: str) -> None:
     """Import and call the backend once, so a backend that cannot be loaded is one line before any
     check runs; the suite calls it again for the factory it certifies."""
-    from pytest_durable.loading import CommandError, load
-
     from .factory import StoreFactory
+    from .loading import CommandError, load
     from .runner_factory import RunnerFactory
 
     target = load(spec, "--backend")
@@ -143,7 +142,7 @@ def _workers(requested: str | None, backend: str | None, url: str | None) -> str
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pytest_durable.loading import CommandError
+    from .loading import CommandError
 
     try:
         return _certify(argv)
@@ -153,14 +152,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _certify(argv: list[str] | None) -> int:
-    from pytest_durable.loading import CommandError
+    from .loading import CommandError
 
     args = _parser().parse_args(argv)
     if args.backend:
         _check_backend(args.backend)
     url = args.store
     if url is not None:
-        from pytest_durable.stores import checked_url
+        from .loading import checked_url
 
         checked_url(url, "--store")
     if args.workers is not None and not str(args.workers).isdigit() and args.workers != "auto":

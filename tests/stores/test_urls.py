@@ -146,13 +146,14 @@ def test_well_formed_urls_parse() -> None:
 
 
 def test_isolated_kafka_topics_are_deleted_at_cleanup(tansu: str) -> None:
-    """STORE-11: the topics the plugin's store factory made are deleted by its cleanup."""
+    """STORE-11, STORE-20: the topics the one store factory (the plugin's and the kit's) made are deleted by
+    its cleanup."""
     pytest.importorskip("confluent_kafka")
     from confluent_kafka.admin import AdminClient
 
-    from pytest_durable.stores import Stores
+    from reference_runtime.stores import store_factory
 
-    stores = Stores(f"kafka://{tansu}/cleanup")
+    stores = store_factory(f"kafka://{tansu}/cleanup")
     made = {stores().topic, stores().topic}  # type: ignore[attr-defined]
     admin = AdminClient({"bootstrap.servers": tansu})
     assert made <= set(admin.list_topics(timeout=10).topics)
