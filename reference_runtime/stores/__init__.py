@@ -4,8 +4,8 @@ registry every store URL goes through (spec STORE-10, STORE-17..STORE-20).
 ``open_store("sqlite:run.db")`` opens a store by URL; ``register_scheme(StoreScheme(...))`` or an entry
 point in the group ``pytest_durable.stores`` adds a scheme (docs/stores.md, "Writing a store").
 
-The stores that need a client library (``RedisStore``, ``KafkaStore``, ``FlinkAgentsKafkaStore``) are
-imported on first use, so importing this package imports neither ``redis`` nor ``confluent_kafka``.
+Every name but the protocol and :class:`Capability` is imported on first use, so importing this package
+imports neither ``redis`` nor ``confluent_kafka`` (nor the registry).
 """
 
 from __future__ import annotations
@@ -14,26 +14,50 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .base import ActionStateStore, Capability, RecoveryMarker
-from .factory import CAPABILITIES, StoreFactory, store_factory
-from .memory import InMemoryStore
-from .registry import ENTRY_POINT_GROUP, get_scheme, known_schemes, register_scheme, unregister_scheme
-from .scheme import InspectedState, StoreScheme, StoreUrl
-from .sqlite import SqliteStore
-from .urls import check_store, open_store, parse_store_url
 
 if TYPE_CHECKING:
+    from .factory import CAPABILITIES, StoreFactory, store_factory
     from .kafka import KafkaStore
     from .kafka_flink import FlinkAgentsKafkaStore
+    from .memory import InMemoryStore
     from .redis import RedisStore
+    from .registry import ENTRY_POINT_GROUP, get_scheme, known_schemes, register_scheme, unregister_scheme
+    from .scheme import InspectedState, StoreScheme, StoreUrl
+    from .sqlite import SqliteStore
+    from .urls import check_store, open_store, parse_store_url
 
-_LAZY = {"RedisStore": "redis", "KafkaStore": "kafka", "FlinkAgentsKafkaStore": "kafka_flink"}
+# Imported on first use: the runtime imports this package for the protocol alone, and the registry, the
+# store modules and their client libraries cost import time a run on the memory store never needs.
+_LAZY = {
+    "CAPABILITIES": "factory",
+    "StoreFactory": "factory",
+    "store_factory": "factory",
+    "KafkaStore": "kafka",
+    "FlinkAgentsKafkaStore": "kafka_flink",
+    "InMemoryStore": "memory",
+    "RedisStore": "redis",
+    "ENTRY_POINT_GROUP": "registry",
+    "get_scheme": "registry",
+    "known_schemes": "registry",
+    "register_scheme": "registry",
+    "unregister_scheme": "registry",
+    "InspectedState": "scheme",
+    "StoreScheme": "scheme",
+    "StoreUrl": "scheme",
+    "SqliteStore": "sqlite",
+    "check_store": "urls",
+    "open_store": "urls",
+    "parse_store_url": "urls",
+}
 
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'reference_runtime.stores' has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{module}", __name__), name)
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
 
 
 __all__ = [

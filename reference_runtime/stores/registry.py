@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
-from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from importlib import metadata
 
 from ..errors import StoreSchemeError, StoreUrlError
 from .builtin import BUILTIN
@@ -91,6 +93,8 @@ def known_schemes(*, usage: bool = False) -> list[str]:
 
 
 def _entry_points() -> list[metadata.EntryPoint]:
+    from importlib import metadata  # scanning installed distributions is only needed for an unknown scheme
+
     return list(metadata.entry_points(group=ENTRY_POINT_GROUP))
 
 

@@ -13,7 +13,6 @@ the server answers a TCP connection within ``timeout`` seconds.
 from __future__ import annotations
 
 import importlib.util
-import socket
 from typing import NoReturn
 
 from ..errors import StoreError, StoreSchemeError, StoreUrlError
@@ -87,6 +86,8 @@ def check_store(url: str, *, timeout: float = 5.0) -> StoreUrl:
     scheme = get_scheme(parsed.scheme)
     require_client(parsed)
     if scheme.server:
+        import socket
+
         try:
             with socket.create_connection((parsed.host, parsed.port), timeout=timeout):
                 pass
