@@ -15,8 +15,8 @@ the entry point, its distribution and the fix. :func:`register_scheme` registers
 
 from __future__ import annotations
 
+import dataclasses
 import threading
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -30,23 +30,27 @@ from .scheme import StoreScheme
 ENTRY_POINT_GROUP = "pytest_durable.stores"
 
 _LOCK = threading.Lock()
-_SCHEMES: dict[str, StoreScheme] = {s.name: s for s in BUILTIN}
+BUILT_IN = "built-in"
+_SCHEMES: dict[str, StoreScheme] = {s.name: dataclasses.replace(s, origin=BUILT_IN) for s in BUILTIN}
 
 
 def register_scheme(scheme: StoreScheme, *, replace: bool = False) -> StoreScheme:
-    """Register ``scheme`` under ``scheme.name`` and return it. A name already taken raises
-    :class:`StoreSchemeError` unless ``replace`` (a built-in scheme cannot be replaced)."""
+    """Register ``scheme`` under ``scheme.name`` and return the registered record (``origin`` filled in).
+    A name already taken raises :class:`StoreSchemeError` unless ``replace`` (a built-in scheme cannot be
+    replaced)."""
     if not isinstance(scheme, StoreScheme):
         raise StoreSchemeError(
             f"register_scheme takes a reference_runtime.stores.StoreScheme, got {type(scheme).__name__}"
         )
     with _LOCK:
         taken = _SCHEMES.get(scheme.name)
-        if taken is not None and (taken.origin == "built-in" or not replace):
+        if taken is not None and (taken.origin == BUILT_IN or not replace):
             raise StoreSchemeError(
                 f"store scheme {scheme.name!r} is already registered ({taken.origin}); "
-                + ("built-in schemes cannot be replaced" if taken.origin == "built-in" else "pass replace=True")
+                + ("built-in schemes cannot be replaced" if taken.origin == BUILT_IN else "pass replace=True")
             )
+        if not scheme.origin or scheme.origin == BUILT_IN:
+            scheme = dataclasses.replace(scheme, origin="registered in this process")
         _SCHEMES[scheme.name] = scheme
     return scheme
 
@@ -55,7 +59,7 @@ def unregister_scheme(name: str) -> None:
     """Forget the registered scheme ``name`` (a built-in scheme stays); unknown names are ignored."""
     with _LOCK:
         taken = _SCHEMES.get(name)
-        if taken is not None and taken.origin != "built-in":
+        if taken is not None and taken.origin != BUILT_IN:
             del _SCHEMES[name]
 
 
@@ -126,4 +130,4 @@ def _load(ep: metadata.EntryPoint) -> StoreScheme:
             f"name must be the scheme's name; {fix}"
         )
     with _LOCK:
-        return _SCHEMES.setdefault(ep.name, replace(scheme, origin=_describe(ep)))
+        return _SCHEMES.setdefault(ep.name, dataclasses.replace(scheme, origin=_describe(ep)))

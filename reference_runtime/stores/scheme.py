@@ -69,7 +69,8 @@ class StoreScheme:
     the URL has ``host``/``port`` to probe; ``check(url, timeout)`` adds checks of the scheme's own (without
     opening a store if it can). ``inspect(url, timeout, namespace)`` lists what a store holds, read-only,
     for ``durable inspect``. ``capabilities`` is what its stores claim under ``durable certify``.
-    ``origin`` says where the record came from (set by the registry: ``built-in`` or the entry point).
+    ``origin`` says where the record came from, for messages; the registry sets it (``built-in``, the entry
+    point and its distribution, or ``registered in this process``).
     """
 
     name: str
@@ -85,7 +86,7 @@ class StoreScheme:
     check: Callable[[StoreUrl, float], None] | None = None
     inspect: Callable[[StoreUrl, float, str], Iterable[InspectedState]] | None = None
     capabilities: frozenset[Capability] = frozenset({Capability.CORE})
-    origin: str = "built-in"
+    origin: str = ""
 
     def __post_init__(self) -> None:
         if not SCHEME_NAME.match(self.name):

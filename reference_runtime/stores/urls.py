@@ -19,7 +19,7 @@ from ..errors import StoreError, StoreSchemeError, StoreUrlError
 from .base import ActionStateStore
 from .builtin import unique_namespace
 from .redis_url import MAX_REDIS_DB
-from .registry import get_scheme, known_schemes
+from .registry import BUILT_IN, get_scheme, known_schemes
 from .scheme import SCHEME_NAME, StoreScheme, StoreUrl, bad_url
 
 __all__ = [
@@ -71,7 +71,7 @@ def require_client(parsed: StoreUrl) -> None:
     """Raise :class:`StoreError` with the install line when the client package of ``parsed`` is missing."""
     scheme = get_scheme(parsed.scheme)
     if scheme.client is not None and importlib.util.find_spec(scheme.client) is None:
-        install = f"'pytest-durable[{scheme.extra}]'" if scheme.extra and scheme.origin == "built-in" else scheme.extra
+        install = f"'pytest-durable[{scheme.extra}]'" if scheme.extra and scheme.origin == BUILT_IN else scheme.extra
         raise StoreError(
             f"store URL {parsed.text!r} needs the {scheme.client} package: pip install {install or scheme.client}"
         )
