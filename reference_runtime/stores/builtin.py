@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..errors import StoreError
 from .base import ActionStateStore, Capability
 from .kafka_url import USAGE as KAFKA_USAGE
 from .kafka_url import parse_kafka_url
@@ -34,8 +35,6 @@ def unique_namespace() -> str:
 
 
 def _memory_inspect(parsed: StoreUrl, timeout: float, namespace: str) -> Iterator[InspectedState]:
-    from ..errors import StoreError
-
     raise StoreError("memory: lives inside the process that made it; inspect a sqlite:, redis:// or kafka:// store")
 
 

@@ -113,7 +113,7 @@ def _load(ep: metadata.EntryPoint) -> StoreScheme:
     fix = f"fix or uninstall {dist} (pip uninstall {dist})" if dist else "fix or remove the entry point"
     try:
         target: Any = ep.load()
-        scheme = target() if callable(target) and not isinstance(target, StoreScheme) else target
+        scheme = target() if callable(target) else target
     except Exception as exc:  # the plugin's own import or factory failed: one line, not its traceback
         reason = " ".join(str(exc).split())
         raise StoreSchemeError(

@@ -29,7 +29,6 @@ __all__ = [
     "open_store",
     "parse_store_url",
     "require_client",
-    "scheme_of",
     "unique_namespace",
 ]
 
@@ -38,9 +37,9 @@ def _expected() -> str:
     return ", ".join(known_schemes(usage=True))
 
 
-def scheme_of(url: object) -> tuple[str, StoreScheme]:
-    """``url`` checked as text and its scheme looked up: ``(url, scheme)``. ``NAME`` alone is read as
-    ``NAME:`` (``memory`` is ``memory:``)."""
+def _scheme_of(url: object) -> StoreScheme:
+    """``url`` checked as text and its scheme looked up. ``NAME`` alone is read as ``NAME:`` (``memory`` is
+    ``memory:``)."""
     if not isinstance(url, str):
         raise StoreUrlError(f"store URL must be a string, got {type(url).__name__}; expected one of {_expected()}")
     if not url:
@@ -51,13 +50,15 @@ def scheme_of(url: object) -> tuple[str, StoreScheme]:
     if not SCHEME_NAME.match(name):
         what = f"unknown scheme {name!r}" if sep and name else "no scheme"
         raise bad_url(url, f"{what}; expected one of {_expected()}")
-    return url, get_scheme(name, url)
+    return get_scheme(name, url)
 
 
 def parse_store_url(url: object) -> StoreUrl:
     """Check and split ``url`` without touching the network; every problem is a :class:`StoreUrlError`
     that quotes the URL and says what is expected."""
-    text, scheme = scheme_of(url)
+    scheme = _scheme_of(url)
+    assert isinstance(url, str)  # _scheme_of refuses anything else
+    text = url
     parsed = scheme.parse_url(text)
     if not isinstance(parsed, StoreUrl) or parsed.scheme != scheme.name:
         raise StoreSchemeError(
