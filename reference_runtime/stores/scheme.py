@@ -112,7 +112,10 @@ def bad_url(url: str, why: str) -> StoreUrlError:
 
 def split_server_url(url: str, usage: str) -> tuple[SplitResult, int | None]:
     """``SCHEME://HOST[:PORT]/…`` split and checked the same way for every server scheme: ASCII only, a
-    host, no credentials or fragment. Returns the parts and the port (None when absent)."""
+    host, no credentials or fragment. Returns the parts and the port (None when absent). A store's own
+    ``from_url`` calls its parser directly, so the checks every URL gets are repeated here."""
+    if "\x00" in url:
+        raise bad_url(url, "contains a NUL character")
     if not url.isascii():
         bad = next(c for c in url if not c.isascii())
         raise bad_url(url, f"character {bad!r} at position {url.index(bad)} is not ASCII; type the URL in ASCII")
@@ -123,8 +126,10 @@ def split_server_url(url: str, usage: str) -> tuple[SplitResult, int | None]:
         raise bad_url(url, f"{exc}; expected {usage}") from None
     if parts.username is not None or parts.password is not None or parts.fragment:
         raise bad_url(url, "credentials and fragments are not supported")
-    if not parts.hostname:
+    if not parts.hostname or not parts.hostname.strip() or not parts.hostname.isprintable():
         raise bad_url(url, f"no host; expected {usage}")
+    if any(c.isspace() for c in parts.hostname):
+        raise bad_url(url, f"the host {parts.hostname!r} contains a space or control character")
     return parts, port
 
 
