@@ -55,9 +55,9 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'reference_runtime.stores' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+    # Not cached: a nested in-process pytest run (pytester) drops the modules it imported when it ends, and
+    # the next lookup must give the class of the module imported then (as conformance does).
+    return getattr(importlib.import_module(f".{module}", __name__), name)
 
 
 __all__ = [
