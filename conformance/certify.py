@@ -122,17 +122,23 @@ def _check_backend(spec: str) -> None:
         made.cleanup()
 
 
-#: Stores that run in this process: their whole suite takes a few seconds, less than starting xdist
-#: workers costs, so ``-n`` runs them serially (benchmark P6).
-IN_PROCESS_SCHEMES = ("memory:", "sqlite:")
+def _in_process(url: str) -> bool:
+    """A built-in store without a server (``memory:``, ``sqlite:``). A third-party scheme may reach a
+    remote service without declaring a server to probe, so it keeps the workers it asked for."""
+    from reference_runtime.stores import get_scheme, parse_store_url
+    from reference_runtime.stores.registry import BUILT_IN
+
+    scheme = get_scheme(parse_store_url(url).scheme)
+    return scheme.origin == BUILT_IN and not scheme.server
 
 
 def _workers(requested: str | None, backend: str | None, url: str | None) -> str | None:
     """The ``-n`` to pass to pytest: ``requested``, except for an in-process built-in store, whose suite is
-    too small to split (CONF-7); a note says so."""
+    too small to split (CONF-7; benchmark P6): its whole suite takes a few seconds, less than starting
+    workers costs; a note says so."""
     if not requested or requested in ("0", "1"):
         return None
-    if backend is None and (url is None or url.startswith(IN_PROCESS_SCHEMES)):
+    if backend is None and (url is None or _in_process(url)):
         print(
             f"note: -n {requested} ignored: the in-process store's suite takes a few seconds, less than "
             "starting workers costs; it runs in this process (remote stores and --backend use the workers)"
