@@ -224,3 +224,16 @@ def test_the_built_in_schemes_declare_what_certify_used_to_assume() -> None:
         ("redis", True),
         ("confluent_kafka", True),
     ]
+
+
+def test_certify_keeps_workers_for_every_store_but_a_built_in_one_in_process(
+    scheme: StoreScheme, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """STORE-19, CONF-7: `durable certify -n` asks the registry whether the store runs in this process."""
+    from conformance.certify import _workers
+
+    assert _workers("2", None, "sqlite:x.db") is None and "-n 2 ignored" in capsys.readouterr().out
+    assert _workers("2", None, "memory:") is None
+    assert _workers("2", None, "redis://h/0") == "2"
+    assert _workers("2", None, "counted:") == "2"  # a third-party scheme may be remote without a server flag
+    assert _workers("2", "mod:factory", None) == "2"
