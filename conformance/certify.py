@@ -73,7 +73,7 @@ SUITE = textwrap.dedent(
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        from pytest_durable.loading import CommandError
+        from .loading import CommandError
 
         raise CommandError(f"{self.prog}: {message} (see {self.prog} --help)")
 
@@ -100,9 +100,8 @@ def _parser() -> argparse.ArgumentParser:
 def _check_backend(spec: str) -> None:
     """Import and call the backend once, so a backend that cannot be loaded is one line before any
     check runs; the suite calls it again for the factory it certifies."""
-    from pytest_durable.loading import CommandError, load
-
     from .factory import StoreFactory
+    from .loading import CommandError, load
     from .runner_factory import RunnerFactory
 
     target = load(spec, "--backend")
@@ -123,17 +122,23 @@ def _check_backend(spec: str) -> None:
         made.cleanup()
 
 
-#: Stores that run in this process: their whole suite takes a few seconds, less than starting xdist
-#: workers costs, so ``-n`` runs them serially (benchmark P6).
-IN_PROCESS_SCHEMES = ("memory:", "sqlite:")
+def _in_process(url: str) -> bool:
+    """A built-in store without a server (``memory:``, ``sqlite:``). A third-party scheme may reach a
+    remote service without declaring a server to probe, so it keeps the workers it asked for."""
+    from reference_runtime.stores import get_scheme, parse_store_url
+    from reference_runtime.stores.registry import BUILT_IN
+
+    scheme = get_scheme(parse_store_url(url).scheme)
+    return scheme.origin == BUILT_IN and not scheme.server
 
 
 def _workers(requested: str | None, backend: str | None, url: str | None) -> str | None:
     """The ``-n`` to pass to pytest: ``requested``, except for an in-process built-in store, whose suite is
-    too small to split (CONF-7); a note says so."""
+    too small to split (CONF-7; benchmark P6): its whole suite takes a few seconds, less than starting
+    workers costs; a note says so."""
     if not requested or requested in ("0", "1"):
         return None
-    if backend is None and (url is None or url.startswith(IN_PROCESS_SCHEMES)):
+    if backend is None and (url is None or _in_process(url)):
         print(
             f"note: -n {requested} ignored: the in-process store's suite takes a few seconds, less than "
             "starting workers costs; it runs in this process (remote stores and --backend use the workers)"
@@ -143,7 +148,7 @@ def _workers(requested: str | None, backend: str | None, url: str | None) -> str
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pytest_durable.loading import CommandError
+    from .loading import CommandError
 
     try:
         return _certify(argv)
@@ -153,14 +158,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _certify(argv: list[str] | None) -> int:
-    from pytest_durable.loading import CommandError
+    from .loading import CommandError
 
     args = _parser().parse_args(argv)
     if args.backend:
         _check_backend(args.backend)
     url = args.store
     if url is not None:
-        from pytest_durable.stores import checked_url
+        from .loading import checked_url
 
         checked_url(url, "--store")
     if args.workers is not None and not str(args.workers).isdigit() and args.workers != "auto":

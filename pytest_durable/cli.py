@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from .loading import CommandError, load
+from conformance.loading import CommandError, load
 
 if TYPE_CHECKING:
     from .sweep import Verdict
@@ -91,16 +91,17 @@ def _sweep(argv: list[str]) -> int:
             f"durable sweep {args.agent!r}: not an Agent subclass nor a flink_agents Agent (got {type(agent).__name__})"
         )
     inputs = read_inputs(args.inputs)
+    from conformance.loading import checked_url
+
     from .effects import declared
     from .harness import make_store_factory
     from .ledger import Ledger
-    from .stores import checked_url, temporary_dir
     from .sweep import Verdict, sweep
 
     url = checked_url(args.store, "--store")
     ledger = Ledger() if args.effect else None
-    with temporary_dir() as tmp, declared(ledger or Ledger(), args.effect):
-        stores = make_store_factory(url, tmp)
+    with declared(ledger or Ledger(), args.effect):
+        stores = make_store_factory(url)
         try:
             outcomes = sweep(agent, inputs, stores, ledger)
         except Exception as exc:  # the agent itself failed: say so in one line, not a traceback wall

@@ -13,8 +13,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from conformance.loading import CommandError, resolve
+
 from .ledger import Ledger
-from .loading import CommandError, resolve
 
 
 @contextmanager

@@ -17,8 +17,8 @@ from . import journal as journals
 from .ledger import Ledger
 from .scenario import Scenario, parse_crash
 from .sweep import (
+    NewStore,
     PointOutcome,
-    StoreFactory,
     Verdict,
     check,
     check_runner_options,
@@ -29,9 +29,10 @@ from .sweep import (
 )
 
 if TYPE_CHECKING:
+    from reference_runtime.stores.factory import StoreFactory
+
     from .clock import FrozenClock
     from .stats import Stats
-    from .stores import Stores
     from .world import World
 
 T = TypeVar("T")
@@ -95,7 +96,7 @@ class DurableHarness:
 
     def __init__(
         self,
-        store_factory: StoreFactory,
+        store_factory: NewStore,
         url: str,
         *,
         stats: Stats | None = None,
@@ -147,7 +148,7 @@ class DurableHarness:
         self._worlds.append(world)
         return world
 
-    def store_factory(self) -> StoreFactory:
+    def store_factory(self) -> NewStore:
         """A callable making a fresh empty store of the configured kind."""
         return self._store_factory
 
@@ -499,9 +500,11 @@ def _explain(outcome: PointOutcome, ledger: Ledger | None) -> str:
     return text
 
 
-def make_store_factory(url: str, tmp: Callable[[], Path]) -> Stores:
-    """A factory of fresh isolated stores for ``url``; ``tmp`` gives the directory for the SQLite file of
-    ``sqlite:``. Call its ``cleanup()`` to delete what the stores wrote."""
-    from .stores import Stores
+def make_store_factory(url: str, tmp: Callable[[], Path] | None = None) -> StoreFactory:
+    """The store factory of the ``durable`` fixture and ``durable sweep``: the one factory
+    (:func:`reference_runtime.stores.store_factory`, spec STORE-20) of fresh isolated stores for ``url``;
+    ``tmp`` gives the directory for the SQLite file of ``sqlite:``. Call its ``cleanup()`` to delete what the
+    stores wrote."""
+    from reference_runtime.stores.factory import store_factory
 
-    return Stores(url, tmp)
+    return store_factory(url, tmp)

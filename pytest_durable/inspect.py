@@ -10,18 +10,17 @@ shown with its location and the reason, never a traceback.
 
 Stores: ``sqlite:PATH`` (opened read-only), ``redis://HOST:PORT/DB`` (namespace ``--namespace``, default
 ``durable``), ``kafka://HOST:PORT/TOPIC`` in either format (``?format=flink-agents``; replays the whole topic with
-a group-less consumer, creates nothing). ``memory:`` lives inside one process and cannot be inspected.
+a group-less consumer, creates nothing), and any registered scheme whose ``StoreScheme`` has ``inspect``.
+``memory:`` lives inside one process and cannot be inspected.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sqlite3
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from reference_runtime.codecs import CloudpickleCodec, JavaStyleCodec
@@ -143,107 +142,31 @@ def state_view(view: StateView, decode: Callable[[], ActionState]) -> StateView:
 # -- stores -----------------------------------------------------------------------------------------------
 
 
-def _sqlite(path: str) -> Iterator[StateView]:
-    from reference_runtime.stores.native import decode_call_result, decode_state
-
-    file = Path(path)
-    if not file.is_file():
-        raise InspectError(f"sqlite:{path}: no such file")
-    try:
-        conn = sqlite3.connect(f"{file.resolve().as_uri()}?mode=ro", uri=True)
-    except sqlite3.Error as exc:
-        raise InspectError(f"sqlite:{path}: cannot open read-only: {exc}") from exc
-    try:
-        rows = conn.execute("SELECT state_key, business_key, seq, action, header FROM action_states").fetchall()
-        calls: dict[str, list[tuple[int, bytes]]] = {}
-        for sk, idx, body in conn.execute("SELECT state_key, idx, body FROM call_results ORDER BY state_key, idx"):
-            calls.setdefault(sk, []).append((idx, body))
-    except sqlite3.Error as exc:
-        raise InspectError(f"sqlite:{path}: not a pytest-durable store: {exc}") from exc
-    finally:
-        conn.close()
-    for sk, key, seq, action, header in rows:
-        loc = Location(key, seq, action)
-
-        def decode(header: bytes = header, sk: str = sk, loc: Location = loc) -> ActionState:
-            state = decode_state(header, loc)
-            for expected, (idx, body) in enumerate(calls.get(sk, [])):
-                if idx != expected:
-                    raise CorruptRecordError(
-                        f"call results have a gap before index {idx}", Location(loc.key, loc.seq, loc.action, expected)
-                    )
-                state.call_results.append(decode_call_result(body, Location(loc.key, loc.seq, loc.action, idx)))
-            return state
-
-        yield state_view(StateView(key, seq, action, sk, format="native"), decode)
-
-
-def _redis(url: str, namespace: str, timeout: float) -> Iterator[StateView]:
-    from reference_runtime.stores.native import decode_call_result, decode_state
-    from reference_runtime.stores.redis import RedisStore
-
-    store = RedisStore.from_url(url, timeout=timeout, namespace=namespace)
-    try:
-        prefix = f"{namespace}:state:"
-        for raw in sorted(store.client.scan_iter(match=f"{prefix}*")):
-            sk = raw.decode("utf-8", "replace")[len(prefix) :]
-            fields = store.client.hgetall(raw)
-            bodies = store.client.lrange(f"{namespace}:calls:{sk}", 0, -1)
-            key = fields.get(b"key", b"").decode("utf-8", "replace")
-            seq_text = fields.get(b"seq", b"").decode("ascii", "replace")
-            action = fields.get(b"action", b"").decode("utf-8", "replace")
-            seq = int(seq_text) if seq_text.lstrip("-").isdigit() else None
-            loc = Location(key, seq, action)
-
-            def decode(
-                header: bytes = fields.get(b"header", b""), bodies: list[bytes] = bodies, loc: Location = loc
-            ) -> ActionState:
-                state = decode_state(header, loc)
-                state.call_results = [
-                    decode_call_result(b, Location(loc.key, loc.seq, loc.action, i)) for i, b in enumerate(bodies)
-                ]
-                return state
-
-            yield state_view(StateView(key, seq, action, sk, format="native"), decode)
-    finally:
-        store.client.close()
-
-
-def _kafka(url: str, timeout: float) -> Iterator[StateView]:
-    from reference_runtime.stores.kafka import KafkaStore
-
-    store = KafkaStore.from_url(url, timeout=timeout, read_only=True)
-    try:
-        store.rebuild_state([])
-        for sk, key, seq, action, decode in store.inspect_states():
-            view = StateView(key, seq, action, sk)
-
-            def state(decode: Callable[[], tuple[ActionState, str]] = decode, view: StateView = view) -> ActionState:
-                decoded, view.format = decode()
-                return decoded
-
-            yield state_view(view, state)
-    finally:
-        store.close()
-
-
 def inspect_store(
     url: str, *, key: str | None = None, namespace: str = "durable", timeout: float = 10.0
 ) -> list[StateView]:
-    """Every state ``url`` holds (only business key ``key``'s when given), sorted by key, seq and action."""
-    from reference_runtime.stores.urls import parse_store_url
+    """Every state ``url`` holds (only business key ``key``'s when given), sorted by key, seq and action.
+    The store is read by its scheme's ``inspect`` (spec STORE-19): built-in or registered, the same way."""
+    from reference_runtime.stores import get_scheme, parse_store_url
+    from reference_runtime.stores.urls import require_client
 
     parsed = parse_store_url(url)
-    if parsed.scheme == "memory":
+    scheme = get_scheme(parsed.scheme)
+    if scheme.inspect is None:
         raise InspectError(
-            "memory: lives inside the process that made it; inspect a sqlite:, redis:// or kafka:// store"
+            f"store URL {url!r}: scheme {scheme.name!r} ({scheme.origin}) has no reader (its StoreScheme has no "
+            "inspect=)"
         )
-    if parsed.scheme == "sqlite":
-        views = list(_sqlite(parsed.path))
-    elif parsed.scheme == "redis":
-        views = list(_redis(url, namespace, timeout))
-    else:
-        views = list(_kafka(url, timeout))
+    require_client(parsed)
+    views = []
+    for sk, k, seq, action, decode in scheme.inspect(parsed, timeout, namespace):
+        view = StateView(k, seq, action, sk)
+
+        def state(decode: Callable[[], tuple[ActionState, str]] = decode, view: StateView = view) -> ActionState:
+            decoded, view.format = decode()
+            return decoded
+
+        views.append(state_view(view, state))
     if key is not None:
         views = [v for v in views if v.key == key]
     return sorted(views, key=lambda v: (v.key is None, v.key or "", v.seq or 0, v.action or "", v.state_key))
@@ -295,7 +218,9 @@ def render_inspection(url: str, views: list[StateView]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="durable inspect", description="print what a store holds (read-only)")
     parser.add_argument(
-        "url", metavar="URL", help="sqlite:PATH, redis://HOST:PORT/DB, kafka://HOST:PORT/TOPIC[?format=flink-agents]"
+        "url",
+        metavar="URL",
+        help="sqlite:PATH, redis://HOST:PORT/DB, kafka://HOST:PORT/TOPIC[?format=flink-agents], or a registered scheme",
     )
     parser.add_argument("--key", metavar="KEY", help="only the states of this business key")
     parser.add_argument("--json", action="store_true", help="print JSON (a list of states) instead of a table")

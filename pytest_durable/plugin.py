@@ -48,7 +48,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="URL",
         default=None,
         help="store for the durable fixtures: memory: (default), sqlite:[FILE], redis://HOST:PORT/DB, "
-        "kafka://HOST:PORT/TOPIC. ini: durable_store",
+        "kafka://HOST:PORT/TOPIC, or a scheme a store plugin registers. ini: durable_store",
     )
     group.addoption(
         "--durable-seed",
@@ -102,13 +102,20 @@ def _checked_store(url: str, *, probe: bool) -> str:
     server that does not answer is one usage error, not a failure per test. The runtime is imported
     only when a store other than the default is configured (PLG-4)."""
     if url in ("memory:", "memory"):
+        # The default: the built-in memory scheme accepts it as it is, and the runtime stays unimported.
         return url
-    from reference_runtime.errors import StoreError, StoreUrlError
-    from reference_runtime.stores.urls import check_store, parse_store_url
+    from reference_runtime.errors import StoreError
+    from reference_runtime.stores import check_store, get_scheme, parse_store_url
 
     try:
-        check_store(url, timeout=5.0) if probe else parse_store_url(url)
-    except (StoreUrlError, StoreError) as exc:
+        parsed = check_store(url, timeout=5.0) if probe else parse_store_url(url)
+        scheme = get_scheme(parsed.scheme)
+        if scheme.isolated is None:
+            raise StoreError(
+                f"store URL {url!r}: scheme {scheme.name!r} ({scheme.origin}) cannot make the fresh, isolated "
+                "store each test needs (its StoreScheme has no isolated=)"
+            )
+    except StoreError as exc:
         raise pytest.UsageError(f"--durable-store (ini durable_store): {exc}") from None
     return url
 

@@ -23,7 +23,8 @@ from .scenario import Scenario, selector_for
 if TYPE_CHECKING:
     from .ledger import Ledger
 
-StoreFactory = Callable[[], ActionStateStore]
+#: Makes a fresh, empty store (each crash run of a sweep gets its own).
+NewStore = Callable[[], ActionStateStore]
 
 
 @dataclass
@@ -63,7 +64,7 @@ def call_key(call: CallId) -> str:
 def learn(
     agent: type[Agent],
     inputs: Sequence[tuple[str, Any]],
-    store: StoreFactory,
+    store: NewStore,
     ledger: Ledger | None = None,
     **options: Any,
 ) -> tuple[RunResult, list[FaultPoint]]:
@@ -79,7 +80,7 @@ def learn(
 def run_scenario(
     agent: type[Agent],
     inputs: Sequence[tuple[str, Any]],
-    store: StoreFactory,
+    store: NewStore,
     scenario: Scenario,
     ledger: Ledger | None = None,
     **options: Any,
@@ -235,7 +236,7 @@ def points_to_crash(points: Sequence[FaultPoint]) -> list[FaultPoint]:
 def sweep(
     agent: type[Agent],
     inputs: Sequence[tuple[str, Any]],
-    store: StoreFactory,
+    store: NewStore,
     ledger: Ledger | None = None,
     **options: Any,
 ) -> list[PointOutcome]:

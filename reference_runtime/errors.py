@@ -119,6 +119,11 @@ class StoreUrlError(StoreError):
     """A store URL is malformed or names an unknown scheme."""
 
 
+class StoreSchemeError(StoreError):
+    """A store scheme cannot be registered or loaded: a broken ``pytest_durable.stores`` entry point, a
+    name taken twice, a scheme that lacks what the caller needs (spec STORE-18)."""
+
+
 class WireFormatError(CorruptRecordError):
     """Bytes in the Java wire format cannot be read. ``path`` is the JSON path (``$.callResults[2].status``)
     and ``offset`` the byte offset inside a Kryo payload or JSON document, where known."""

@@ -1,11 +1,28 @@
-"""The ``ActionStateStore`` protocol every store implements (spec STORE-*)."""
+"""The ``ActionStateStore`` protocol every store implements (spec STORE-*), and the capabilities a store
+can claim (spec CONF-1)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
 from ..records import ActionState, CallResult, StateRef
+
+
+class Capability(StrEnum):
+    """What a store can claim beyond the baseline. The members are strings, so ``"restart" in caps`` and
+    ``capabilities={"core", "restart"}`` keep working."""
+
+    #: Every store's baseline: the store protocol (STORE-1..STORE-9, STORE-15, STORE-16).
+    CORE = "core"
+    #: A new store object over the same data sees every state put before (a process restart).
+    RESTART = "restart"
+    #: Several store objects may write the same data at once.
+    CONCURRENT_WRITERS = "concurrent_writers"
+    #: The data outlives a SIGKILLed process, and ``reopen`` works in a forked child and on a closed store.
+    MID_WRITE_KILL = "mid_write_kill"
+
 
 #: A recovery marker is plain JSON data (a checkpoint stores it and hands it back to ``rebuild_state``).
 RecoveryMarker = Any

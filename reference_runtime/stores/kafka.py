@@ -24,9 +24,9 @@ from .kafka_flink_format import FLINK_AGENTS, FORMATS, NATIVE, partition_for
 from .kafka_native_format import c_key, encode_frame, s_key, t_key
 from .kafka_replay import Entry, Replay, check_no_loss, location, marker_offsets, refuse_corrupt, replay_plan
 from .kafka_topics import delete_topics, ensure_topic, probe
+from .kafka_url import TOPIC, parse_kafka_url
 from .keyindex import KeyIndex
 from .native import decode_call_result, decode_state, encode_call_result, encode_state
-from .urls import TOPIC, parse_store_url
 
 #: ``(state key, business key, seq, action, decode)``; see :meth:`KafkaStore.inspect_states`.
 InspectedState = tuple[str, "str | None", "int | None", "str | None", Callable[[], tuple[ActionState, str]]]
@@ -143,9 +143,7 @@ class KafkaStore:
     @classmethod
     def from_url(cls, url: str, *, timeout: float | None = None, read_only: bool = False) -> KafkaStore:
         """Open ``kafka://HOST:PORT/TOPIC`` (KSTORE-6)."""
-        parsed = parse_store_url(url)
-        if parsed.scheme != "kafka":
-            raise StoreUrlError(f"store URL {url!r}: expected kafka://HOST:PORT/TOPIC")
+        parsed = parse_kafka_url(url)
         options: dict[str, Any] = {"timeout": timeout or parsed.timeout or 10.0}
         if parsed.partitions is not None:
             options["partitions"] = parsed.partitions

@@ -12,6 +12,7 @@ from ..records import ActionState, CallResult, StateRef
 from .base import RecoveryMarker
 from .keyindex import KeyIndex
 from .native import decode_state, encode_call_result, encode_state
+from .scheme import StoreUrl, bad_url
 
 
 @dataclass
@@ -113,3 +114,10 @@ class InMemoryStore:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+def parse_memory_url(url: str) -> StoreUrl:
+    """``memory:`` (the URL takes nothing after the colon)."""
+    if url.partition(":")[2]:
+        raise bad_url(url, "memory: takes nothing after the colon; expected memory:")
+    return StoreUrl(url, "memory")

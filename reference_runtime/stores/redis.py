@@ -25,17 +25,19 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from ..errors import Location, StoreDataLostError, StoreError, StoreUrlError
+from ..errors import Location, StoreDataLostError, StoreError
 from ..records import ActionState, CallResult, StateRef
 from .base import RecoveryMarker
 from .native import decode_call_result, decode_state, encode_call_result, encode_state
+from .redis_url import parse_redis_url
+from .scheme import InspectedState
 
 _PUT_STATE = """
 redis.call('DEL', KEYS[1], KEYS[2])
@@ -125,11 +127,7 @@ class RedisStore:
         Every later operation on a stalled server fails within ``timeout`` (spec FAIL-2): a timeout is not
         retried, a dropped connection is retried once on a fresh one (a dead server refuses it at once). The
         client's default retries multiply to minutes."""
-        from .urls import parse_store_url
-
-        parsed = parse_store_url(url)
-        if parsed.scheme != "redis":
-            raise StoreUrlError(f"store URL {url!r}: expected redis://HOST:PORT/DB")
+        parsed = parse_redis_url(url)
         client = redis.Redis(
             host=parsed.host,
             port=parsed.port,
@@ -323,3 +321,33 @@ def delete_namespaces(client: redis.Redis[bytes], namespaces: Sequence[str], url
                 client.delete(*batch)
     except redis.RedisError as exc:
         raise StoreError(f"cannot delete the keys of {url} (namespaces {list(namespaces)}): {exc}") from exc
+
+
+def read_states(url: str, namespace: str, timeout: float) -> Iterator[InspectedState]:
+    """Every state of ``namespace`` on the server ``url`` names, read with SCAN, HGETALL and LRANGE only:
+    nothing is written."""
+    store = RedisStore.from_url(url, timeout=timeout, namespace=namespace)
+    try:
+        prefix = f"{namespace}:state:"
+        for raw in sorted(store.client.scan_iter(match=f"{prefix}*")):
+            sk = raw.decode("utf-8", "replace")[len(prefix) :]
+            fields = store.client.hgetall(raw)
+            bodies = store.client.lrange(f"{namespace}:calls:{sk}", 0, -1)
+            key = fields.get(b"key", b"").decode("utf-8", "replace")
+            seq_text = fields.get(b"seq", b"").decode("ascii", "replace")
+            action = fields.get(b"action", b"").decode("utf-8", "replace")
+            seq = int(seq_text) if seq_text.lstrip("-").isdigit() else None
+            loc = Location(key, seq, action)
+
+            def decode(
+                header: bytes = fields.get(b"header", b""), bodies: list[bytes] = bodies, loc: Location = loc
+            ) -> tuple[ActionState, str]:
+                state = decode_state(header, loc)
+                state.call_results = [
+                    decode_call_result(b, Location(loc.key, loc.seq, loc.action, i)) for i, b in enumerate(bodies)
+                ]
+                return state, "native"
+
+            yield sk, key, seq, action, decode
+    finally:
+        store.client.close()

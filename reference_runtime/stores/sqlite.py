@@ -9,13 +9,14 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from ..errors import CorruptRecordError, Location, StoreError
 from ..records import ActionState, CallResult, StateRef
 from .base import RecoveryMarker
 from .native import decode_call_result, decode_state, encode_call_result, encode_state
+from .scheme import InspectedState, StoreUrl, bad_url
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS {p}action_states (
@@ -264,3 +265,66 @@ def drop_namespaces(path: str | os.PathLike[str], namespaces: Sequence[str]) -> 
         raise StoreError(
             f"SQLite store sqlite:{path}: cannot drop the tables of {len(namespaces)} store(s): {exc}"
         ) from exc
+
+
+def parse_sqlite_url(url: str) -> StoreUrl:
+    """``sqlite:PATH`` or ``sqlite://PATH``; an empty path means a file in a directory the caller gives."""
+    path = url.partition(":")[2]
+    return StoreUrl(url, "sqlite", path=path[2:] if path.startswith("//") else path)
+
+
+def check_sqlite_url(parsed: StoreUrl) -> None:
+    """Refuse a path that is a directory, or whose directory does not exist, before anything is created."""
+    if not parsed.path:
+        return
+    path = Path(parsed.path)
+    if path.is_dir():
+        raise StoreError(f"store URL {parsed.text!r}: {path} is a directory; sqlite:PATH names one database file")
+    if not path.parent.is_dir():
+        # A mistyped path must not leave a tree of new directories and an empty database behind.
+        raise StoreError(
+            f"store URL {parsed.text!r}: the directory {path.parent} does not exist; "
+            "create it or name a file in an existing directory"
+        )
+
+
+def require_path(parsed: StoreUrl) -> str:
+    """The file of ``sqlite:PATH``; ``sqlite:`` alone names none."""
+    if not parsed.path:
+        raise bad_url(parsed.text, "sqlite: needs a file path (sqlite:PATH)")
+    return parsed.path
+
+
+def read_states(path: str) -> Iterator[InspectedState]:
+    """Every state in the SQLite file ``path`` (the default, un-prefixed tables), read through a read-only
+    connection: nothing is created or written."""
+    file = Path(path)
+    if not file.is_file():
+        raise StoreError(f"sqlite:{path}: no such file")
+    try:
+        conn = sqlite3.connect(f"{file.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise StoreError(f"sqlite:{path}: cannot open read-only: {exc}") from exc
+    try:
+        rows = conn.execute("SELECT state_key, business_key, seq, action, header FROM action_states").fetchall()
+        calls: dict[str, list[tuple[int, bytes]]] = {}
+        for sk, idx, body in conn.execute("SELECT state_key, idx, body FROM call_results ORDER BY state_key, idx"):
+            calls.setdefault(sk, []).append((idx, body))
+    except sqlite3.Error as exc:
+        raise StoreError(f"sqlite:{path}: not a pytest-durable store: {exc}") from exc
+    finally:
+        conn.close()
+    for sk, key, seq, action, header in rows:
+        loc = Location(key, seq, action)
+
+        def decode(header: bytes = header, sk: str = sk, loc: Location = loc) -> tuple[ActionState, str]:
+            state = decode_state(header, loc)
+            for expected, (idx, body) in enumerate(calls.get(sk, [])):
+                if idx != expected:
+                    raise CorruptRecordError(
+                        f"call results have a gap before index {idx}", Location(loc.key, loc.seq, loc.action, expected)
+                    )
+                state.call_results.append(decode_call_result(body, Location(loc.key, loc.seq, loc.action, idx)))
+            return state, "native"
+
+        yield sk, key, seq, action, decode

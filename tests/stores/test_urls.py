@@ -125,6 +125,8 @@ def test_every_entry_point_refuses_what_the_parser_refuses(url: str, tmp_path: P
         ("kafka://h:1/t?partitions=0", "bad partitions"),
         ("kafka://h:1/t?timeout=nan", "bad timeout"),
         ("redis://u:p@h/0", "credentials"),
+        ("redis://a b/0", "contains a space"),
+        ("memory:x", "takes nothing after the colon"),
     ],
 )
 def test_malformed_urls_say_what_is_wrong(url: str, why: str) -> None:
@@ -146,15 +148,31 @@ def test_well_formed_urls_parse() -> None:
 
 
 def test_isolated_kafka_topics_are_deleted_at_cleanup(tansu: str) -> None:
-    """STORE-11: the topics the plugin's store factory made are deleted by its cleanup."""
+    """STORE-11, STORE-20: the topics the one store factory (the plugin's and the kit's) made are deleted by
+    its cleanup."""
     pytest.importorskip("confluent_kafka")
     from confluent_kafka.admin import AdminClient
 
-    from pytest_durable.stores import Stores
+    from reference_runtime.stores import store_factory
 
-    stores = Stores(f"kafka://{tansu}/cleanup")
+    stores = store_factory(f"kafka://{tansu}/cleanup")
     made = {stores().topic, stores().topic}  # type: ignore[attr-defined]
     admin = AdminClient({"bootstrap.servers": tansu})
     assert made <= set(admin.list_topics(timeout=10).topics)
     stores.cleanup()
     assert not made & set(admin.list_topics(timeout=10).topics)
+
+
+def test_the_stores_own_parsers_refuse_what_the_front_door_refuses() -> None:
+    """STORE-10: RedisStore.from_url and KafkaStore.from_url call their scheme's parser directly; it refuses a
+    NUL or a blank host as parse_store_url does, before any connection is tried."""
+    from reference_runtime.stores.kafka import KafkaStore
+    from reference_runtime.stores.kafka_url import parse_kafka_url
+    from reference_runtime.stores.redis_url import parse_redis_url
+
+    cases = ((parse_redis_url, "redis://\x00"), (parse_redis_url, "redis:// "), (parse_kafka_url, "kafka://\x00:1/t"))
+    for parse, url in cases:
+        with pytest.raises(StoreUrlError, match=r"NUL|no host"):
+            parse(url)
+    with pytest.raises(StoreUrlError, match="NUL"):
+        KafkaStore.from_url("kafka://h\x00:1/t")

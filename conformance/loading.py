@@ -1,4 +1,8 @@
-"""Loading ``MODULE:NAME`` objects named on the command line, with one-line errors (spec CLI-3)."""
+"""Command-line input of the ``durable`` commands, with one-line errors (spec CLI-3, CLI-4): ``MODULE:NAME``
+objects and store URLs.
+
+It lives in the kit, not the plugin, because ``durable certify`` (the kit) and ``durable sweep`` (the plugin)
+both use it and the kit never imports the plugin (spec KIT-5)."""
 
 from __future__ import annotations
 
@@ -54,3 +58,20 @@ def _attribute(owner: Any, name: str, spec: str, option: str) -> Any:
 def load(spec: str, option: str) -> Any:
     """The object ``MODULE:NAME`` names."""
     return resolve(spec, option)[2]
+
+
+#: Seconds a server gets to accept a connection before a command gives up on it.
+PROBE_TIMEOUT = 5.0
+
+
+def checked_url(url: str, option: str) -> str:
+    """``url`` if it can be opened (parsed by its scheme, client installed, server answering within
+    :data:`PROBE_TIMEOUT`); else a :class:`CommandError` naming ``option``, the URL and the fix."""
+    from reference_runtime.errors import StoreError
+    from reference_runtime.stores import check_store
+
+    try:
+        check_store(url, timeout=PROBE_TIMEOUT)
+    except StoreError as exc:
+        raise CommandError(f"{option}: {exc}") from None
+    return url

@@ -1,0 +1,121 @@
+"""The one factory of fresh stores for test runs (spec STORE-11, STORE-20): the pytest plugin's ``durable``
+fixture, ``durable sweep``, the conformance kit and ``durable certify`` all make their stores here.
+
+:class:`StoreFactory` is what a backend author hands the conformance kit; :func:`store_factory` builds one
+for any store URL through the scheme registry: every store it makes is isolated (a table prefix of its own
+in the one SQLite file, a Redis namespace, a Kafka topic, or whatever the scheme's ``isolated`` makes) and
+:meth:`StoreFactory.cleanup` deletes all of them. Only their handles are kept, not the stores: a test
+exploring hundreds of schedules must not hold hundreds of open connections.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from ..errors import StoreSchemeError
+from .base import ActionStateStore, Capability
+from .registry import get_scheme
+from .urls import parse_store_url, require_client
+
+#: Every store capability name, in the order reports list them.
+CAPABILITIES: tuple[Capability, ...] = tuple(Capability)
+#: Seconds a server gets to answer when a factory opens or cleans up a store.
+DEFAULT_TIMEOUT = 5.0
+
+
+class StoreFactory:
+    """Makes empty, isolated stores: ``new()`` (or calling the factory) returns one. ``reopen`` returns a
+    new store object over the same data (a process restart) or is None when the backend cannot do that;
+    ``capabilities`` is what the backend claims (``core`` is always added; strings or :class:`Capability`);
+    ``name`` is the backend's name in reports; ``cleanup`` deletes what the stores wrote."""
+
+    def __init__(
+        self,
+        new: Callable[[], ActionStateStore],
+        *,
+        reopen: Callable[[ActionStateStore], ActionStateStore] | None = None,
+        capabilities: Iterable[Capability | str] = frozenset({Capability.CORE}),
+        name: str = "store",
+        cleanup: Callable[[], None] | None = None,
+    ) -> None:
+        given = set(capabilities)
+        unknown = sorted(str(c) for c in given if c not in CAPABILITIES)
+        if unknown:
+            raise ValueError(f"unknown capabilities {unknown}; known: {tuple(c.value for c in CAPABILITIES)}")
+        self.new = new
+        self.reopen = reopen
+        self.capabilities: frozenset[Capability] = frozenset(Capability(c) for c in given) | {Capability.CORE}
+        self.name = name
+        self._cleanup = cleanup
+
+    def __call__(self) -> ActionStateStore:
+        return self.new()
+
+    def cleanup(self) -> None:
+        """Delete what the stores of this factory wrote (a no-op unless the factory was given a
+        ``cleanup``); the plugin calls it when a test ends, ``durable certify`` when the run ends."""
+        if self._cleanup is not None:
+            self._cleanup()
+
+    def detected(self) -> frozenset[Capability]:
+        """Capabilities the kit can observe without trusting the declaration."""
+        found = {Capability.CORE}
+        if Capability.CONCURRENT_WRITERS in self.capabilities:
+            found.add(Capability.CONCURRENT_WRITERS)
+        if self.reopen is not None:
+            found.add(Capability.RESTART)
+            if Capability.MID_WRITE_KILL in self.capabilities and hasattr(os, "fork"):
+                found.add(Capability.MID_WRITE_KILL)
+        return frozenset(found)
+
+
+def store_factory(
+    url: str, tmp: Callable[[], Path] | None = None, *, timeout: float = DEFAULT_TIMEOUT
+) -> StoreFactory:
+    """A factory of fresh isolated stores of ``url``, any registered scheme. ``tmp`` gives the directory of
+    a file-backed store whose URL names no file (``sqlite:``); without it the factory makes a temporary
+    directory and removes it at :meth:`StoreFactory.cleanup`. A malformed URL raises ``StoreUrlError``; a
+    scheme that cannot make isolated stores raises ``StoreSchemeError``."""
+    parsed = parse_store_url(url)
+    scheme = get_scheme(parsed.scheme)
+    isolated = scheme.isolated
+    if isolated is None:
+        raise StoreSchemeError(
+            f"store URL {url!r}: scheme {scheme.name!r} ({scheme.origin}) cannot make isolated stores: its "
+            "StoreScheme has no isolated=, which the pytest plugin and durable certify need"
+        )
+    require_client(parsed)
+    handles: list[str] = []
+    owned: list[Path] = []
+
+    def scratch() -> Path:
+        if tmp is not None:
+            return tmp()
+        if not owned:
+            owned.append(Path(tempfile.mkdtemp(prefix="durable-stores-")))
+        return owned[0]
+
+    def new() -> ActionStateStore:
+        store, handle = isolated(parsed, timeout, scratch)
+        if handle:
+            handles.append(handle)
+        return store
+
+    def cleanup() -> None:
+        made = handles[:]
+        handles.clear()
+        try:
+            if made and scheme.cleanup is not None:
+                scheme.cleanup(parsed, made, timeout)
+        finally:
+            for path in owned:
+                shutil.rmtree(path, ignore_errors=True)
+            owned.clear()
+
+    return StoreFactory(
+        new, reopen=scheme.reopen, capabilities=scheme.capabilities, name=f"{scheme.name}:", cleanup=cleanup
+    )
