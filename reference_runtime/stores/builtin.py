@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import StoreError
 from .base import ActionStateStore, Capability
@@ -21,6 +22,9 @@ from .redis_url import USAGE as REDIS_USAGE
 from .redis_url import parse_redis_url
 from .scheme import InspectedState, Scratch, StoreScheme, StoreUrl
 from .sqlite import SqliteStore, check_sqlite_url, drop_namespaces, parse_sqlite_url, read_states, require_path
+
+if TYPE_CHECKING:
+    from .kafka import KafkaStore
 
 #: What every built-in store claims under ``durable certify``.
 _BASE = frozenset({Capability.CORE, Capability.RESTART, Capability.CONCURRENT_WRITERS})
@@ -152,17 +156,27 @@ REDIS = StoreScheme(
 # -- kafka://HOST:PORT/TOPIC --------------------------------------------------------------------------------
 
 
-def _kafka_open(parsed: StoreUrl, timeout: float) -> ActionStateStore:
+def _kafka_class(parsed: StoreUrl) -> type[KafkaStore]:
+    """The store class of the URL's topic format (WIRE-1): native or Flink Agents'."""
+    from .kafka_flink_format import FLINK_AGENTS
+
+    if parsed.format == FLINK_AGENTS:
+        from .kafka_flink import FlinkAgentsKafkaStore
+
+        return FlinkAgentsKafkaStore
     from .kafka import KafkaStore
 
-    return KafkaStore.from_url(parsed.text, timeout=parsed.timeout or timeout)
+    return KafkaStore
+
+
+def _kafka_open(parsed: StoreUrl, timeout: float) -> ActionStateStore:
+    return _kafka_class(parsed).from_url(parsed.text, timeout=parsed.timeout or timeout)
 
 
 def _kafka_isolated(parsed: StoreUrl, timeout: float, scratch: Scratch) -> tuple[ActionStateStore, str]:
-    from .kafka import KafkaStore
     from .kafka_flink_format import NATIVE
 
-    store = KafkaStore(
+    store = _kafka_class(parsed)(
         parsed.bootstrap,
         f"{parsed.path}-{uuid.uuid4().hex[:12]}",
         partitions=parsed.partitions or 4,
@@ -179,9 +193,7 @@ def _kafka_cleanup(parsed: StoreUrl, handles: list[str], timeout: float) -> None
 
 
 def _kafka_inspect(parsed: StoreUrl, timeout: float, namespace: str) -> Iterator[InspectedState]:
-    from .kafka import KafkaStore
-
-    store = KafkaStore.from_url(parsed.text, timeout=timeout, read_only=True)
+    store = _kafka_class(parsed).from_url(parsed.text, timeout=timeout, read_only=True)
     try:
         store.rebuild_state([])
         yield from store.inspect_states()

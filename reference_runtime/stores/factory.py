@@ -73,9 +73,7 @@ class StoreFactory:
         return frozenset(found)
 
 
-def store_factory(
-    url: str, tmp: Callable[[], Path] | None = None, *, timeout: float = DEFAULT_TIMEOUT
-) -> StoreFactory:
+def store_factory(url: str, tmp: Callable[[], Path] | None = None, *, timeout: float = DEFAULT_TIMEOUT) -> StoreFactory:
     """A factory of fresh isolated stores of ``url``, any registered scheme. ``tmp`` gives the directory of
     a file-backed store whose URL names no file (``sqlite:``); without it the factory makes a temporary
     directory and removes it at :meth:`StoreFactory.cleanup`. A malformed URL raises ``StoreUrlError``; a

@@ -2,10 +2,11 @@
 ``KafkaActionStateStore`` (KSTORE-3..KSTORE-7). This module is the client side: producer, replay
 consumer and the store's cache. The record layout, recovery and failure rules are in docs/stores.md; pure
 framing is in :mod:`.kafka_native_format`, replay folding and marker arithmetic in :mod:`.kafka_replay`
-(KSTORE-8), topic administration in :mod:`.kafka_topics`. ``format="flink-agents"`` selects
-:mod:`.kafka_flink`. Needs ``confluent-kafka`` (``pip install pytest-durable[kafka]``), imported only when a
-store is opened. One store object per topic writes at a time (as one Flink subtask owns its partitions);
-the object itself is thread-safe.
+(KSTORE-8), topic administration in :mod:`.kafka_topics`. The Flink Agents topic format is the subclass
+:class:`~.kafka_flink.FlinkAgentsKafkaStore`, which this module does not import (no cycle, API-3). Needs
+``confluent-kafka`` (``pip install pytest-durable[kafka]``), imported only when a store is opened. One
+store object per topic writes at a time (as one Flink subtask owns its partitions); the object itself is
+thread-safe.
 """
 
 from __future__ import annotations
@@ -36,22 +37,6 @@ _LOG = logging.getLogger(__name__)
 class KafkaStore:
     """An :class:`~reference_runtime.stores.base.ActionStateStore` backed by a compacted Kafka topic."""
 
-    def __new__(
-        cls,
-        bootstrap: str,
-        topic: str,
-        *,
-        partitions: int = 4,
-        timeout: float = 10.0,
-        format: str = NATIVE,
-        read_only: bool = False,
-    ) -> KafkaStore:
-        if cls is KafkaStore and format == FLINK_AGENTS:
-            from .kafka_flink import FlinkAgentsKafkaStore
-
-            return super().__new__(FlinkAgentsKafkaStore)
-        return super().__new__(cls)
-
     def __init__(
         self,
         bootstrap: str,
@@ -65,6 +50,11 @@ class KafkaStore:
         if format not in FORMATS:
             raise StoreUrlError(
                 f"unknown Kafka store format {format!r} for kafka://{bootstrap}/{topic}; known: {', '.join(FORMATS)}"
+            )
+        if format == FLINK_AGENTS and type(self) is KafkaStore:
+            raise StoreUrlError(
+                f"KafkaStore(format={format!r}) for kafka://{bootstrap}/{topic}: the Flink Agents topic format is "
+                "FlinkAgentsKafkaStore(bootstrap, topic) from reference_runtime.stores, or open_store(url)"
             )
         if not TOPIC.match(topic):
             raise StoreUrlError(f"bad Kafka topic name {topic!r} for kafka://{bootstrap}/{topic}")
@@ -156,7 +146,7 @@ class KafkaStore:
 
         The old object stays open; close it yourself once it is no longer needed.
         """
-        again = KafkaStore(self.bootstrap, self.topic, partitions=self._npart, timeout=self.timeout, format=self.format)
+        again = type(self)(self.bootstrap, self.topic, partitions=self._npart, timeout=self.timeout, format=self.format)
         again.rebuild_state([])
         return again
 

@@ -1,5 +1,5 @@
 """The Kafka store in Flink Agents' own topic format: ``kafka://HOST:PORT/TOPIC?format=flink-agents`` or
-``KafkaStore(bootstrap, topic, format="flink-agents")`` (spec WIRE-1..WIRE-8).
+``FlinkAgentsKafkaStore(bootstrap, topic)`` (spec WIRE-1..WIRE-8).
 
 Point it at the action-state topic of a Flink Agents job and it reads what the job wrote; what it writes, a
 Flink Agents job reads. Record layout: :mod:`.kafka_flink_format`. Client I/O (producer ``acks=all`` with a
@@ -71,7 +71,7 @@ class StoredState:
 
 
 class FlinkAgentsKafkaStore(KafkaStore):
-    """A :class:`KafkaStore` whose topic is in Flink Agents' format (make it with ``format="flink-agents"``)."""
+    """A :class:`KafkaStore` whose topic is in Flink Agents' format (``kafka://…?format=flink-agents``)."""
 
     def __init__(
         self,

@@ -162,10 +162,11 @@ def test_redis_store(real_redis: str, capsys: pytest.CaptureFixture[str]) -> Non
 def test_kafka_store_both_formats(tansu: str, fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
     """INS-1, INS-5: both Kafka formats print the same; the topic's records and end offsets are unchanged."""
     from reference_runtime.stores.kafka import KafkaStore
+    from reference_runtime.stores.kafka_flink import FlinkAgentsKafkaStore
     from tests.stores.test_kafka_store import read_topic
 
     topic = f"inspect-{uuid.uuid4().hex[:12]}"
-    store = KafkaStore(tansu, topic, format=fmt)
+    store = (KafkaStore if fmt == "native" else FlinkAgentsKafkaStore)(tansu, topic)
     try:
         fill(store, Path("/tmp") / f"pwned-{topic}")
         before = read_topic(tansu, topic)
@@ -190,13 +191,13 @@ def test_kafka_missing_topic_is_not_created(tansu: str, capsys: pytest.CaptureFi
 
 def test_captured_real_records_decode_through_inspect(tansu: str, capsys: pytest.CaptureFixture[str]) -> None:
     """INS-1, WIRE-4: the records a real Flink Agents 0.2.0 job wrote print as its action states."""
-    from reference_runtime.stores.kafka import KafkaStore
+    from reference_runtime.stores.kafka_flink import FlinkAgentsKafkaStore
     from reference_runtime.stores.kafka_flink_format import partition_for
     from tests.stores.test_kafka_store import produce_raw
     from tests.vectors import captured_records
 
     topic = f"inspect-captured-{uuid.uuid4().hex[:8]}"
-    KafkaStore(tansu, topic, format="flink-agents", partitions=2).close()
+    FlinkAgentsKafkaStore(tansu, topic, partitions=2).close()
     produce_raw(
         tansu,
         topic,

@@ -22,6 +22,7 @@ from reference_runtime.records import ActionRef, ActionState, CallResult, CallSt
 from reference_runtime.runner import Runner
 from reference_runtime.serde.jackson import loads
 from reference_runtime.state_keys import event_uuid, java_string_hash, name_uuid
+from reference_runtime.stores import open_store
 from reference_runtime.stores.kafka import KafkaStore
 from reference_runtime.stores.kafka_flink import FlinkAgentsKafkaStore
 from reference_runtime.stores.kafka_flink_format import (
@@ -43,8 +44,8 @@ def _topic() -> str:
 
 
 def open_fa(bootstrap: str, topic: str, **kwargs: Any) -> FlinkAgentsKafkaStore:
-    store = KafkaStore(bootstrap, topic, format=FA, **kwargs)
-    assert isinstance(store, FlinkAgentsKafkaStore)
+    store = FlinkAgentsKafkaStore(bootstrap, topic, **kwargs)
+    assert isinstance(store, KafkaStore) and store.format == FA
     return store
 
 
@@ -120,9 +121,13 @@ def test_state_keys_parse_from_the_right() -> None:
 
 
 def test_url_and_constructor_select_the_format(tansu: str) -> None:
-    """WIRE-1, KSTORE-6: `?format=flink-agents` and `format=` pick the format; native stays the default."""
+    """WIRE-1, KSTORE-6: `?format=flink-agents` picks the format through the registry, and the class picks it in
+    code; native stays the default. KafkaStore itself refuses the Flink Agents format, naming the class to use:
+    it does not know its subclass, so the two modules import no cycle (API-3)."""
     topic = _topic()
-    by_url = KafkaStore.from_url(f"kafka://{tansu}/{topic}?format=flink-agents")
+    by_url = open_store(f"kafka://{tansu}/{topic}?format=flink-agents")
+    assert isinstance(by_url, FlinkAgentsKafkaStore)
+    assert FlinkAgentsKafkaStore.from_url(f"kafka://{tansu}/{topic}").format == FA
     native = KafkaStore(tansu, _topic())
     try:
         assert isinstance(by_url, FlinkAgentsKafkaStore) and by_url.url.endswith("?format=flink-agents")
@@ -135,6 +140,12 @@ def test_url_and_constructor_select_the_format(tansu: str) -> None:
         native.close()
     with pytest.raises(StoreUrlError, match="format"):
         KafkaStore.from_url(f"kafka://{tansu}/{topic}?format=java")
+    for wrong in (
+        lambda: KafkaStore.from_url(f"kafka://{tansu}/{topic}?format=flink-agents"),
+        lambda: KafkaStore(tansu, topic, format=FA),
+    ):
+        with pytest.raises(StoreUrlError, match="FlinkAgentsKafkaStore"):
+            wrong()
 
 
 def test_every_serialize_vector_is_written_byte_exact_by_the_store(tansu: str) -> None:
@@ -367,7 +378,7 @@ def test_captured_real_records_read_through_the_store(tansu: str) -> None:
     seed = open_fa(tansu, topic, partitions=2)
     seed.close()
     _produce_captured(tansu, topic, 2)
-    store = KafkaStore.from_url(f"kafka://{tansu}/{topic}?format=flink-agents")
+    store = open_store(f"kafka://{tansu}/{topic}?format=flink-agents")
     try:
         store.rebuild_state([])
         keys = list(dict.fromkeys(rec["key"] for rec in CAPTURED))
@@ -554,7 +565,7 @@ class _NoScan(dict):  # type: ignore[type-arg]
 def test_misses_and_prunes_look_at_one_business_key(tansu: str, fmt: str) -> None:
     """COST-3: a miss (STORE-3) and a prune (STORE-4) touch only the business key's own states, in both
     Kafka formats, so they cost the same with 10 or 10 000 other keys in the store."""
-    s = KafkaStore(tansu, _topic(), format=fmt)
+    s = (KafkaStore if fmt == "native" else FlinkAgentsKafkaStore)(tansu, _topic())
     action = ActionRef("work", "m", "M.work", ("_input_event",))
 
     def sref(key: str, seq: int) -> StateRef:

@@ -61,7 +61,7 @@ SCHEME = StoreScheme(
 )
 '''
 
-AGENT_TEST = '''
+AGENT_TEST = """
 from reference_runtime import Agent, InputEvent, OutputEvent, action
 from thirdparty_store import ThirdPartyStore
 
@@ -81,7 +81,7 @@ def test_refund(durable):
     assert isinstance(durable.store_factory()(), ThirdPartyStore)
     result = durable.run(Refund, [("order-1", 30)], crash_at=["call0:after-effect"])
     assert result.failovers == 1 and result.outputs["order-1"][-1] == "charged 30"
-'''
+"""
 
 OPEN_AND_WRITE = """
 from conformance.states import ref
