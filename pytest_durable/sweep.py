@@ -41,6 +41,10 @@ class PointOutcome:
     repeated: list[str] = field(default_factory=list)
     #: Those of ``repeated`` for which no declared effect was booked, so nothing checked the repeat.
     unchecked: list[str] = field(default_factory=list)
+    #: How the scenario got to its crash: ``snapshot`` (started from the crash-free run's snapshot at the
+    #: point) or ``re-executed`` (ran the agent up to it), and why it re-executed (PLG-16, PLG-17).
+    start: str = "re-executed"
+    start_reason: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -88,14 +92,19 @@ def run_scenario(
     if ledger is not None:
         ledger.new_run(f"the run crashing at {scenario.describe()}")
     let_time_pass(options.get("clock"))
+    # Random schedules may hold crashes that recovery never reaches; the caller checks what fired.
+    injector = FaultInjector(list(scenario.schedule), must_fire=False)
+    result = Runner(agent, store(), injector=injector, **scenario_options(scenario, options)).run(inputs)
+    return result, injector
+
+
+def scenario_options(scenario: Scenario, options: dict[str, Any]) -> dict[str, Any]:
+    """The runner options of a run under ``scenario``: its switches over the caller's options."""
     extra = scenario.runner_options()
     merged = {**options, **extra}
     if "config" in extra:
         merged["config"] = {**(options.get("config") or {}), **extra["config"]}  # type: ignore[dict-item]
-    # Random schedules may hold crashes that recovery never reaches; the caller checks what fired.
-    injector = FaultInjector(list(scenario.schedule), must_fire=False)
-    result = Runner(agent, store(), injector=injector, **merged).run(inputs)
-    return result, injector
+    return merged
 
 
 def check(
@@ -232,21 +241,132 @@ def points_to_crash(points: Sequence[FaultPoint]) -> list[FaultPoint]:
     return unique
 
 
+#: The start_reason of every scenario of a sweep asked to re-execute.
+FORCED = "re-execution was asked for (re_execute=True, durable sweep --re-execute, --durable-re-execute)"
+#: The start_reason of the one point a sweep runs both ways before trusting its snapshots.
+SAMPLED = "the point sampled to check the snapshot path against re-execution"
+
+
 def sweep(
     agent: type[Agent],
     inputs: Sequence[tuple[str, Any]],
     store: StoreFactory,
     ledger: Ledger | None = None,
+    *,
+    re_execute: bool = False,
     **options: Any,
 ) -> list[PointOutcome]:
-    """Crash once at every point of the crash-free run, recover, check."""
-    baseline, points = learn(agent, inputs, store, ledger, **options)
+    """Crash once at every point of the crash-free run, recover, check.
+
+    Each scenario starts from a snapshot of the crash-free run at its point when that is equivalent to
+    running the agent up to the crash (PLG-16), and re-executes otherwise, each outcome saying why
+    (PLG-17). ``re_execute`` forces re-execution everywhere; the checks that choose the path (a second
+    crash-free run, a sampled point run both ways) run either way, so that both paths run the agent the
+    same number of times before the scenarios and their verdicts stay comparable even for an agent whose
+    results depend on earlier runs in the process."""
+    from . import snapshot_start as snap
+
+    ref = snap.record(agent, inputs, store, ledger, options)
+    ref.reason = snap.why_not(ref, store, ledger)
+    again = None
+    if ref.reason is None:
+        again = snap.record(agent, inputs, store, ledger, options, "a second crash-free run", baseline=False)
+    snap.prepare(ref, again)
+    baseline = ref.result
+    points = points_to_crash(ref.trace)
+    mismatch = options.get("mismatch", "lenient")
+    done: dict[FaultPoint, PointOutcome] = {}
+    usable = [p for p in points if ref.usable(p) is None]
+    if usable:
+        sample = usable[len(usable) // 2]
+        scenario = Scenario((selector_for(sample),), mismatch)
+        verdict = _sample(ref, sample, scenario, agent, inputs, store, ledger, options)
+        if isinstance(verdict, str):
+            ref.reason = verdict
+        else:
+            verdict.start_reason = FORCED if re_execute else SAMPLED
+            done[sample] = verdict
     outcomes = []
-    for point in points_to_crash(points):
-        scenario = Scenario((selector_for(point),), options.get("mismatch", "lenient"))
-        result, injector = run_scenario(agent, inputs, store, scenario, ledger, **options)
-        outcomes.append(check(scenario, baseline, result, injector, ledger))
+    recoveries: dict[Any, snap.Recovery] = {}
+    for point in points:
+        if point in done:
+            outcomes.append(done[point])
+            continue
+        scenario = Scenario((selector_for(point),), mismatch)
+        reason = FORCED if re_execute else ref.usable(point)
+        if reason is None:
+            key = snap.recovery_key(ref, point)
+            result, injector, recoveries[key] = snap.start(
+                ref, point, scenario, ledger, scenario_options(scenario, options), recoveries.get(key)
+            )
+        else:
+            result, injector = run_scenario(agent, inputs, store, scenario, ledger, **options)
+        outcome = check(scenario, baseline, result, injector, ledger)
+        if reason is None:
+            outcome.start = "snapshot"
+        outcome.start_reason = reason
+        outcomes.append(outcome)
     return outcomes
+
+
+def _sample(
+    ref: Any,
+    point: FaultPoint,
+    scenario: Scenario,
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    store: StoreFactory,
+    ledger: Ledger | None,
+    options: dict[str, Any],
+) -> PointOutcome | str:
+    """Run ``point``'s scenario from its snapshot and by re-execution; the re-executed outcome if both
+    agree on everything the checks read, else why the snapshot path is not used (PLG-17)."""
+    from . import snapshot_start as snap
+
+    seen = []
+    try:
+        for path in ("snapshot", "re-executed"):
+            if path == "snapshot":
+                result, injector, _ = snap.start(ref, point, scenario, ledger, scenario_options(scenario, options))
+            else:
+                result, injector = run_scenario(agent, inputs, store, scenario, ledger, **options)
+            outcome = check(scenario, ref.result, result, injector, ledger)
+            seen.append((outcome, _observed(outcome, result, injector, ledger)))
+    except Exception as exc:
+        return f"the scenario sampled at {point.describe()} raised {type(exc).__name__}"
+    if seen[0][1] != seen[1][1]:
+        return (
+            f"the scenario sampled at {point.describe()} ended differently from its snapshot than re-executed "
+            "(the agent's run before the crash changes state the snapshot does not hold)"
+        )
+    return seen[1][0]
+
+
+def _observed(outcome: PointOutcome, result: RunResult, injector: FaultInjector, ledger: Ledger | None) -> Any:
+    return (
+        outcome.violations,
+        outcome.re_executed,
+        outcome.duplicates,
+        outcome.repeated,
+        outcome.unchecked,
+        result.outputs,
+        dict(result.memory),
+        [e[:6] for e in result.journal],
+        list(injector.trace),
+        list(injector.fired),
+        [e.key for e in result.emitted],
+        ledger.rows() if ledger is not None else None,
+    )
+
+
+def start_summary(outcomes: Sequence[PointOutcome]) -> list[str]:
+    """How a sweep's scenarios started: how many from snapshots, and each reason to re-execute with how
+    many points it held for (``durable sweep -v``, ``durable.sweep`` with ``pytest -v``)."""
+    snapshots = sum(o.start == "snapshot" for o in outcomes)
+    lines = [f"{snapshots} of {len(outcomes)} scenarios started from a snapshot of the crash-free run (PLG-16)"]
+    reasons = Counter(o.start_reason for o in outcomes if o.start_reason is not None)
+    lines += [f"{n} re-executed: {reason} (PLG-17)" for reason, n in reasons.items()]
+    return lines
 
 
 @dataclass(frozen=True)
