@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from weakref import WeakKeyDictionary
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -122,29 +123,34 @@ def check(
             f"REC-6: memory differs after a crash at {where}: " + memory_diff(baseline.memory, result.memory)
         )
     # Which attempt (failovers before it) each recorded call's terminal record landed in, by call id
-    # (key, seq, action, call index): a fault point's fields 1..4, a journal entry's CallId.
-    recorded: dict[tuple[Any, ...], int] = {}
-    attempt, fired = 0, list(injector.fired)
+    # (key, seq, action, call index): a fault point's fields 1..4, a journal entry's CallId. Attempt n is
+    # the trace up to and including the n-th fired point. Comprehensions, not one loop with branches: a
+    # sweep checks one scenario per point, each with a trace as long as the run (COST-4).
+    trace = injector.trace
     after_record = Phase.AFTER_RECORD  # once, not per point: enum attribute access is slow on 3.11
-    for p in injector.trace:
-        if p.phase is after_record:
-            recorded.setdefault(p[1:5], attempt)
-        if fired and p is fired[0]:
-            fired.pop(0)
-            attempt += 1
-    for entry in result.journal:
-        if entry.source == "executed" and recorded.get(entry.call_id, entry.attempt) < entry.attempt:
-            out.re_executed.append(call_key(entry.call_id))
-    executed = Counter(e.call_id for e in result.journal if e.source == "executed")
-    expected_runs = Counter(e.call_id for e in baseline.journal if e.source == "executed")
+    recorded: dict[tuple[Any, ...], int] = {}
+    start = 0
+    ends = [i + 1 for i in _positions(trace, injector.fired)] + [len(trace)]
+    for attempt, end in enumerate(ends):
+        landed = dict.fromkeys([p[1:5] for p in trace[start:end] if p.phase is after_record], attempt)
+        landed.update(recorded)  # a call keeps the first attempt its record landed in
+        recorded, start = landed, end
+    # A slice copies a journal view in one go; iterating it yields entry by entry.
+    executions = [e for e in result.journal[:] if e.source == "executed"]
+    out.re_executed = [
+        call_key(e.call_id) for e in executions if e.attempt and recorded.get(e.call_id, e.attempt) < e.attempt
+    ]
+    executed = Counter(e.call_id for e in executions)
+    expected_runs, expected = _expected(baseline)
     rec3 = set(out.re_executed)
+    # Only a call that ran twice, or that the crash-free run did not make, can have run more often.
+    suspects = [c for c, n in executed.items() if n > 1] + list(executed.keys() - expected_runs.keys())
     out.repeated = sorted(
-        str(c) for c, n in executed.items() if n > expected_runs.get(c, 0) and call_key(c) not in rec3
+        str(c) for c in set(suspects) if executed[c] > expected_runs.get(c, 0) and call_key(c) not in rec3
     )
     for cid in sorted(set(out.re_executed)):
         out.violations.append(f"REC-3: call {cid} had a persisted record but executed again after a crash at {where}")
     seen = Counter((e.key, e.seq, e.action) for e in result.emitted)
-    expected = Counter((e.key, e.seq, e.action) for e in baseline.emitted)
     for k, n in sorted(seen.items()):
         if n > expected.get(k, 0):
             out.duplicates.append(f"{k[0]}/{k[1]}/{k[2]}")
@@ -158,6 +164,33 @@ def check(
         booked = {r.call_id for r in ledger.rows()}
     out.unchecked = [c for c in out.repeated if c not in booked]
     return out
+
+
+#: Per crash-free result, what :func:`check` compares every scenario of a sweep with: executions per
+#: call id and output events per action. Kept while the result lives.
+_EXPECTED: WeakKeyDictionary[RunResult, tuple[Counter[Any], Counter[Any]]] = WeakKeyDictionary()
+
+
+def _expected(baseline: RunResult) -> tuple[Counter[Any], Counter[Any]]:
+    found = _EXPECTED.get(baseline)
+    if found is None:
+        found = _EXPECTED[baseline] = (
+            Counter(e.call_id for e in baseline.journal if e.source == "executed"),
+            Counter((e.key, e.seq, e.action) for e in baseline.emitted),
+        )
+    return found
+
+
+def _positions(trace: list[FaultPoint], fired: Sequence[FaultPoint]) -> list[int]:
+    """Where in ``trace`` each fired point is (the very objects: an equal point may come earlier)."""
+    found, start = [], 0
+    for point in fired:
+        i = trace.index(point, start)
+        while trace[i] is not point:
+            i = trace.index(point, i + 1)
+        found.append(i)
+        start = i + 1
+    return found
 
 
 def memory_diff(expected: Mapping[str, dict[str, Any]], got: Mapping[str, dict[str, Any]], limit: int = 5) -> str:
