@@ -340,3 +340,30 @@ def test_the_write_log_rebuilds_the_store_at_every_point() -> None:
         rebuilt = InMemoryStore()
         log.replay(rebuilt, position)
         assert contents(rebuilt) == held, point
+
+
+@pytest.mark.parametrize("calls", [10, 40])
+def test_a_sweep_runs_one_recovery_per_store_state_and_logs_one_write_per_state(
+    calls: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """COST-4: a sweep of an action making N calls runs N + O(1) agent runs (not one run up to each of its
+    3N + O(1) points), and the write log holds O(1) entries for the action however many calls it makes."""
+    from reference_runtime import Runner
+
+    runs = [0]
+    real = Runner.run
+
+    def counted(self: Runner, *args: Any, **kwargs: Any) -> Any:
+        runs[0] += 1
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Runner, "run", counted)
+    outcomes = sweep(Many, [("k", calls)], InMemoryStore)
+    assert len(outcomes) == 3 * calls + 3
+    # The crash-free run, a second one, the sampled point both ways, then one recovery per store state at
+    # a crash: N states "records 0..i-1" (call i's before-call and after-effect, call i-1's after-record),
+    # all N records (the last after-record, before-complete), completed (after-complete, checkpoint).
+    assert runs[0] == 4 + calls + 2
+    ops = WriteLog(InMemoryStore())
+    real(Runner(Many, ops), [("k", calls)])
+    assert [op.kind for op in ops.ops] == ["miss", "put", "calls", "put", "prune"]
