@@ -28,6 +28,7 @@ FULL = 500
 SIZES = (50, 500, 5000)
 #: Scenarios timed per size.
 SAMPLES = 40
+FIGURE = "P9 one sweep scenario by agent calls"
 
 
 def step(i: int) -> int:
@@ -104,9 +105,8 @@ def main() -> list[tuple[str, ...]]:
     for n in SIZES:
         one, bare, run = scenario_cost(n)
         distinct = n + 4  # one recovery per call, plus the action's start and end and the checkpoint
-        point("P9 one scenario by agent calls", "scenario from snapshot (ms)", n, one * 1e3, xlabel="durable calls", ylabel="ms")
-        point("P9 one scenario by agent calls", "bare recovery run (ms)", n, bare * 1e3, xlabel="durable calls", ylabel="ms")
-        point("P9 one scenario by agent calls", "crash-free run (ms)", n, run * 1e3, xlabel="durable calls", ylabel="ms")
+        for series, seconds in (("scenario from snapshot", one), ("bare recovery run", bare), ("crash-free run", run)):
+            point(FIGURE, f"{series} (ms)", n, seconds * 1e3, xlabel="durable calls", ylabel="ms")
         per.append(
             (
                 "snapshot path, memory store",

@@ -87,7 +87,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("durable_max_examples", "crash schedules per durable.explore() call", default="100")
     parser.addini("durable_update_journals", "write golden journals instead of comparing", type="bool", default=False)
     parser.addini("durable_journal_dir", "directory of golden journals", default="")
-    parser.addini("durable_re_execute", "sweeps re-execute instead of starting from snapshots", type="bool", default=False)
+    parser.addini(
+        "durable_re_execute", "sweeps re-execute instead of starting from snapshots", type="bool", default=False
+    )
 
 
 def _option(config: pytest.Config, name: str) -> Any:

@@ -2,7 +2,7 @@
 COST-4).
 
 A sweep crashes once at every fault point and recovers. Re-executing the run up to the crash for every
-point makes a sweep cost points × calls durable calls before any recovery starts. What recovery sees of
+point makes a sweep cost points times calls durable calls before any recovery starts. What recovery sees of
 that prefix is: what the store holds, the side effects booked on the ledger, the virtual clock, and the
 journal and fault-point trace that the checks read. All four are recorded once, during the crash-free
 run, at every fault point: the store as a log of its writes (a snapshot is a position in the log), the
@@ -42,7 +42,7 @@ SNAPSHOT = "snapshot"
 class _Op(NamedTuple):
     kind: str
     ref: Any  # StateRef, or the business key of a prune
-    index: int
+    at: int  # the call index written from or truncated at
     value: Any  # ActionState copy, list of CallResult, or prune seq
 
 
@@ -90,7 +90,7 @@ class WriteLog(ForwardingStore):
         ops = self.ops
         if ops:
             last = ops[-1]
-            if last.kind == "calls" and last.ref.state_key == ref.state_key and last.index + len(last.value) == index:
+            if last.kind == "calls" and last.ref.state_key == ref.state_key and last.at + len(last.value) == index:
                 last.value.extend(results)
                 return
         ops.append(_Op("calls", ref, index, list(results)))
@@ -113,13 +113,13 @@ class WriteLog(ForwardingStore):
             if kind == "calls":
                 results = op.value if n < count - 1 else op.value[:last_len]
                 if results:
-                    store.put_call_results(op.ref, op.index, results)
+                    store.put_call_results(op.ref, op.at, results)
             elif kind == "put":
                 store.put(op.ref, op.value)
             elif kind == "miss":
                 store.get(op.ref)
             elif kind == "truncate":
-                store.truncate_call_results(op.ref, op.index)
+                store.truncate_call_results(op.ref, op.at)
             else:
                 store.prune_state(op.ref, op.value)
 
@@ -144,7 +144,7 @@ class WriteLog(ForwardingStore):
                 out.append(("prune", op.ref, op.value))
             else:
                 value = tuple(op.value) if op.kind == "calls" else None
-                out.append((op.kind, op.ref.state_key, op.index, value))
+                out.append((op.kind, op.ref.state_key, op.at, value))
         return out
 
 
@@ -257,7 +257,7 @@ def record(
     if ledger is not None:
         ledger.new_run(label, baseline=baseline)
     ledger_start = ledger.position() if ledger is not None else (0, 0)
-    clock = options.get("clock")
+    clock: Any = options.get("clock")
     let_time_pass(clock)  # as learn() does: compared runs never share an instant (PLG-13)
     log = WriteLog(store())
     injector = SnapshotInjector(log, ledger, clock)
@@ -369,19 +369,27 @@ def start(
     ledger: Ledger | None,
     options: dict[str, Any],
     shared: Recovery | None = None,
+    trace_recovery: bool = False,
 ) -> tuple[RunResult, FaultInjector, Recovery]:
     """Run ``scenario`` (one crash at ``point``) from the snapshot at ``point``: what ``run_scenario`` does,
     without running the agent up to the crash. With ``shared`` (the recovery of a point with the same
-    :func:`recovery_key`), that recovery stands for this one's instead of running again."""
+    :func:`recovery_key`), that recovery stands for this one's instead of running again.
+
+    The returned injector's trace ends at the crash unless ``trace_recovery``: after the last crash of a
+    scenario no fault point can change what :func:`~pytest_durable.sweep.check` finds (a call whose record
+    first lands in the last attempt was not recorded before it), and a recovery with no injector does not
+    even build its points."""
     mark = ref.injector.marks[point]
     if ledger is not None:
         ledger.new_run(f"the run crashing at {scenario.describe()}")
         ledger.rebook(ref.ledger_run, ref.ledger_start, mark.ledger)
-    clock = options.get("clock")
+    clock: Any = options.get("clock")
     let_time_pass(clock)
-    virtual = mark.now is not None and ref.start_now is not None
-    if virtual:
-        _move_clock(clock, list(clock.sleeps[ref.start_sleeps : mark.sleeps]), mark.now - ref.start_now)
+    virtual = False
+    if mark.now is not None and ref.start_now is not None:
+        virtual = True
+        slept = list(getattr(clock, "sleeps", [])[ref.start_sleeps : mark.sleeps])
+        _move_clock(clock, slept, mark.now - ref.start_now)
     trace = ref.trace[: mark.trace + 1]
     crash = trace[-1]
     journal = ref.result.journal[: ref.journaled[mark.trace]]
@@ -403,7 +411,7 @@ def start(
     store = ref.store()
     ref.log.replay(store, mark.store)
     injector = FaultInjector(trace=trace, fired=[crash], must_fire=False)
-    runner = Runner(ref.agent, store, injector=injector, **options)
+    runner = Runner(ref.agent, store, injector=injector if trace_recovery else None, **options)
     runner.journal.extend(journal)
     runner.crashes.append(crash)
     runner.fail_over()

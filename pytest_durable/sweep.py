@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import functools
 import inspect
-from weakref import WeakKeyDictionary
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 from reference_runtime import Agent, CallId, FaultInjector, FaultPoint, Phase, Runner, RunResult
 from reference_runtime.clock import let_time_pass
@@ -320,7 +320,9 @@ def sweep(
             verdict.start_reason = FORCED if re_execute else SAMPLED
             done[sample] = verdict
     outcomes = []
-    recoveries: dict[Any, snap.Recovery] = {}
+    # Points with the same snapshot come one after another (a store only grows along the run): keep the
+    # last recovery only, so a sweep holds one recovered result at a time, not one per store state.
+    shared: tuple[Any, snap.Recovery | None] = (None, None)
     for point in points:
         if point in done:
             outcomes.append(done[point])
@@ -329,9 +331,11 @@ def sweep(
         reason = FORCED if re_execute else ref.usable(point)
         if reason is None:
             key = snap.recovery_key(ref, point)
-            result, injector, recoveries[key] = snap.start(
-                ref, point, scenario, ledger, scenario_options(scenario, options), recoveries.get(key)
+            reuse = shared[1] if shared[0] == key else None
+            result, injector, recovery = snap.start(
+                ref, point, scenario, ledger, scenario_options(scenario, options), reuse
             )
+            shared = (key, recovery)
         else:
             result, injector = run_scenario(agent, inputs, store, scenario, ledger, **options)
         outcome = check(scenario, baseline, result, injector, ledger)
@@ -360,7 +364,8 @@ def _sample(
     try:
         for path in ("snapshot", "re-executed"):
             if path == "snapshot":
-                result, injector, _ = snap.start(ref, point, scenario, ledger, scenario_options(scenario, options))
+                merged = scenario_options(scenario, options)
+                result, injector, _ = snap.start(ref, point, scenario, ledger, merged, trace_recovery=True)
             else:
                 result, injector = run_scenario(agent, inputs, store, scenario, ledger, **options)
             outcome = check(scenario, ref.result, result, injector, ledger)

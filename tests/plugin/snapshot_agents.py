@@ -32,7 +32,9 @@ def flaky(x: int) -> int:
     return x + 1
 
 
-POLICY = RetryPolicy(max_attempts=4, backoff=Backoff(initial=2.0, multiplier=2.0, jitter=0.0), retry_on=(ConnectionError,))
+POLICY = RetryPolicy(
+    max_attempts=4, backoff=Backoff(initial=2.0, multiplier=2.0, jitter=0.0), retry_on=(ConnectionError,)
+)
 
 
 class Retrying(Agent):

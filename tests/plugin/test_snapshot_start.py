@@ -243,7 +243,8 @@ def test_the_flink_agents_example_gets_the_same_verdict_both_ways() -> None:
         sys.path.pop(0)
 
     def wrap(mp: pytest.MonkeyPatch, ledger: Ledger) -> None:
-        booked = ledger.wrap(helpdesk.HELPDESK.open_case, "open_case", dedup=lambda request_id, ticket, queue: request_id)
+        case_id = lambda request_id, ticket, queue: request_id  # noqa: E731
+        booked = ledger.wrap(helpdesk.HELPDESK.open_case, "open_case", dedup=case_id)
         mp.setattr(helpdesk.HELPDESK, "open_case", booked)
 
     case = Case(TriageAgent, [("acme", {"id": "T-1", "text": "Checkout is down!"})], effects=wrap)
@@ -294,8 +295,10 @@ def test_forced_re_execution_says_so_and_the_summary_counts_starts() -> None:
         "--re-execute, --durable-re-execute) (PLG-17)",
     ]
     fast = sweep(Many, [("k", 3)], InMemoryStore)
-    assert start_summary(fast)[0] == f"{len(fast) - 1} of {len(fast)} scenarios started from a snapshot of the " \
+    assert (
+        start_summary(fast)[0] == f"{len(fast) - 1} of {len(fast)} scenarios started from a snapshot of the "
         "crash-free run (PLG-16)"
+    )
 
 
 def test_durable_sweep_verbose_prints_the_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
