@@ -103,15 +103,24 @@ class WriteLog(ForwardingStore):
         super().prune_state(key, seq)
         self.ops.append(_Op("prune", key, 0, seq))
 
-    def replay(self, store: ActionStateStore, position: tuple[int, int]) -> None:
-        """Write into ``store`` (empty) what this log held at ``position``."""
+    def replay(
+        self, store: ActionStateStore, position: tuple[int, int], since: tuple[int, int] = (0, 0)
+    ) -> None:
+        """Write into ``store`` what this log holds from ``since`` (default: the start, into an empty
+        store) to ``position``."""
         count, last_len = position
+        first, done = since
         ops = self.ops
-        for n in range(count):
+        for n in range(first - 1 if done else first, count):
             op = ops[n]
             kind = op.kind
             if kind == "calls":
                 results = op.value if n < count - 1 else op.value[:last_len]
+                if n == first - 1:
+                    results, skip = results[done:], done  # the part written after ``since``
+                    if results:
+                        store.put_call_results(op.ref, op.at + skip, results)
+                    continue
                 if results:
                     store.put_call_results(op.ref, op.at, results)
             elif kind == "put":
@@ -164,20 +173,24 @@ class SnapshotInjector(FaultInjector):
     def __init__(self, log: WriteLog, ledger: Ledger | None, clock: Any) -> None:
         super().__init__()
         self.log, self.ledger, self.clock = log, ledger, clock
+        #: The mark of each point's first occurrence.
         self.marks: dict[FaultPoint, Mark] = {}
+        #: The mark of every point reached, by trace index.
+        self.by_index: list[Mark] = []
         self._sleeps: list[float] | None = getattr(clock, "sleeps", None) if _virtual(clock) else None
 
     def reach(self, point: FaultPoint) -> None:
         trace = self.trace
         trace.append(point)
-        if point not in self.marks:
-            self.marks[point] = Mark(
-                len(trace) - 1,
-                self.log.position(),
-                self.ledger.position() if self.ledger is not None else (0, 0),
-                len(self._sleeps) if self._sleeps is not None else 0,
-                self.clock.now() if _virtual(self.clock) else None,
-            )
+        mark = Mark(
+            len(trace) - 1,
+            self.log.position(),
+            self.ledger.position() if self.ledger is not None else (0, 0),
+            len(self._sleeps) if self._sleeps is not None else 0,
+            self.clock.now() if _virtual(self.clock) else None,
+        )
+        self.by_index.append(mark)
+        self.marks.setdefault(point, mark)
 
 
 def _virtual(clock: Any) -> bool:
@@ -207,10 +220,17 @@ class Reference:
     journaled: list[int] = field(default_factory=list)
     #: Per trace index: why a crash there must re-execute (None: it may start from the snapshot).
     point_reason: list[str | None] = field(default_factory=list)
+    #: Per trace index: the other keys' part of the run that a crash there lets finish before the
+    #: failover, as (last point of the crashing key's block, the segment's checkpoint point); or None.
+    tails: list[tuple[int, int] | None] = field(default_factory=list)
 
     @property
     def trace(self) -> list[FaultPoint]:
         return self.injector.trace
+
+    def mark_at(self, index: int) -> Mark:
+        """The mark of the point at trace ``index``."""
+        return self.injector.by_index[index]
 
     def usable(self, point: FaultPoint) -> str | None:
         """None if a crash at ``point`` may start from its snapshot, else why not."""
@@ -300,30 +320,28 @@ def prepare(ref: Reference, again: Reference | None) -> None:
         count += p.phase is Phase.AFTER_EFFECT
         journaled.append(count)
     ref.journaled = journaled
-    # Keys of one checkpoint segment run one after another, and a crash of one key lets the keys after it
-    # finish before the failover (RUN-*); after a completed checkpoint, recovery restores it. Neither is
-    # in a snapshot of the point, so such points re-execute.
-    last_key: dict[int, str | None] = {}
-    segment = 0
-    for p in trace:
-        if p.phase is Phase.CHECKPOINT:
-            segment += 1
-        elif p.key is not None:
-            last_key[segment] = p.key
+    # Recovery restores the last completed checkpoint, which no snapshot holds: points after the first one
+    # re-execute. Before it, the keys of the segment run one after another, and a crash of one key lets
+    # the keys after it run to their end before the failover (the runner's synchronous path): a crash
+    # there sees the run up to the point plus the rest of the segment from the end of the crashing key's
+    # block, its tail (trace indexes, end exclusive).
+    first_checkpoint = next((i for i, p in enumerate(trace) if p.phase is Phase.CHECKPOINT), len(trace))
+    block_end: dict[str | None, int] = {}
+    for i, p in enumerate(trace[:first_checkpoint]):
+        block_end[p.key] = i
     reasons: list[str | None] = []
-    segment = 0
-    for p in trace:
-        if segment > 0:
+    tails: list[tuple[int, int] | None] = []
+    for i, p in enumerate(trace):
+        last = block_end.get(p.key, i)
+        if i > first_checkpoint:
             reasons.append("a checkpoint completed before this point: recovery restores it")
-        elif p.key is not None and last_key.get(segment) != p.key:
-            reasons.append(
-                "other keys run after this key in the same checkpoint segment, and finish before the failover"
-            )
+        elif first_checkpoint == len(trace) and last + 1 < len(trace):
+            reasons.append("other keys run after this key and finish before the failover, and no checkpoint ends them")
         else:
             reasons.append(None)
-        if p.phase is Phase.CHECKPOINT:
-            segment += 1
+        tails.append((last, first_checkpoint) if reasons[-1] is None and last + 1 < first_checkpoint else None)
     ref.point_reason = reasons
+    ref.tails = tails
 
 
 def differs(a: Reference, b: Reference) -> str | None:
@@ -359,7 +377,7 @@ def recovery_key(ref: Reference, point: FaultPoint) -> tuple[Any, ...]:
     before the crash are read only by the checks)."""
     mark = ref.injector.marks[point]
     now = None if mark.now is None or ref.start_now is None else mark.now - ref.start_now
-    return (mark.store, mark.sleeps, now)
+    return (mark.store, mark.sleeps, now, ref.tails[mark.trace])
 
 
 def start(
@@ -380,19 +398,29 @@ def start(
     first lands in the last attempt was not recorded before it), and a recovery with no injector does not
     even build its points."""
     mark = ref.injector.marks[point]
+    tail = ref.tails[mark.trace]
+    # The spans of the crash-free run that happened before the failover: up to the point, then the tail.
+    start_mark = Mark(-1, (0, 0), ref.ledger_start, ref.start_sleeps, ref.start_now)
+    spans = [(start_mark, mark)]
+    if tail is not None:
+        spans.append((ref.mark_at(tail[0]), ref.mark_at(tail[1])))
     if ledger is not None:
         ledger.new_run(f"the run crashing at {scenario.describe()}")
-        ledger.rebook(ref.ledger_run, ref.ledger_start, mark.ledger)
+        for begin, end in spans:
+            ledger.rebook(ref.ledger_run, begin.ledger, end.ledger)
     clock: Any = options.get("clock")
     let_time_pass(clock)
-    virtual = False
-    if mark.now is not None and ref.start_now is not None:
-        virtual = True
-        slept = list(getattr(clock, "sleeps", [])[ref.start_sleeps : mark.sleeps])
-        _move_clock(clock, slept, mark.now - ref.start_now)
+    virtual = mark.now is not None and ref.start_now is not None
+    if virtual:
+        for begin, end in spans:
+            slept = list(getattr(clock, "sleeps", [])[begin.sleeps : end.sleeps])
+            _move_clock(clock, slept, (end.now or 0.0) - (begin.now or 0.0))
     trace = ref.trace[: mark.trace + 1]
     crash = trace[-1]
     journal = ref.result.journal[: ref.journaled[mark.trace]]
+    if tail is not None:
+        trace += ref.trace[tail[0] + 1 : tail[1]]
+        journal = [*journal, *ref.result.journal[ref.journaled[tail[0]] : ref.journaled[tail[1]]]]
     if shared is not None:
         let_time_pass(clock)  # the failover's
         if virtual:
@@ -410,6 +438,8 @@ def start(
         return result, FaultInjector(trace=trace + shared.trace, fired=[crash], must_fire=False), shared
     store = ref.store()
     ref.log.replay(store, mark.store)
+    if tail is not None:
+        ref.log.replay(store, ref.mark_at(tail[1]).store, ref.mark_at(tail[0]).store)
     injector = FaultInjector(trace=trace, fired=[crash], must_fire=False)
     runner = Runner(ref.agent, store, injector=injector if trace_recovery else None, **options)
     runner.journal.extend(journal)

@@ -35,6 +35,7 @@ from . import snapshot_agents as snap_agents
 from . import verdict_agents
 
 ROOT = Path(__file__).resolve().parents[2]
+pytest_plugins = ["pytester"]
 sys.path.insert(0, str(ROOT))
 from benchmarks.p9_sweep import Many  # noqa: E402
 from examples.buggy_refund import refund_buggy, refund_fixed, services  # noqa: E402
@@ -92,7 +93,14 @@ TWO_KEYS = [("a", 1), ("b", 2)]
 CASES: dict[str, Case] = {
     "many-calls": Case(Many, [("k", 12)]),
     "three-calls-one-key-two-inputs": Case(runtime_agents.ThreeCalls, [("a", 1), ("a", 5)]),
-    "three-calls-two-keys": Case(runtime_agents.ThreeCalls, TWO_KEYS, partly="other keys run after this key"),
+    "three-calls-two-keys": Case(runtime_agents.ThreeCalls, TWO_KEYS),
+    "three-keys-ledger-effects": Case(
+        verdict_agents.OutsideEffect, [("a", 1), ("b", 2), ("a", 3), ("c", 4)], effects=_wrap_verdict
+    ),
+    "two-keys-retry-virtual-clock": Case(
+        snap_agents.Retrying, [("j", 1), ("k", 2)], options=lambda: {"clock": VirtualClock()}
+    ),
+    "two-keys-reconciled-shared-fake": Case(verdict_agents.Reconciled, [("k", 5), ("l", 6)], effects=_shared_payments),
     "checkpoint-every-input": Case(
         runtime_agents.ThreeCalls,
         [("a", 1), ("b", 2), ("a", 3)],
@@ -370,3 +378,41 @@ def test_a_sweep_runs_one_recovery_per_store_state_and_logs_one_write_per_state(
     ops = WriteLog(InMemoryStore())
     real(Runner(Many, ops), [("k", calls)])
     assert [op.kind for op in ops.ops] == ["miss", "put", "calls", "put", "prune"]
+
+
+def test_the_plugin_option_forces_re_execution_and_verbose_says_how_scenarios_started(
+    pytester: pytest.Pytester,
+) -> None:
+    """PLG-16, PLG-17, PLG-7: under `pytest -v` the durable summary counts the sweep scenarios started from
+    snapshots and lists why the others re-executed; `--durable-re-execute` (ini `durable_re_execute`)
+    re-executes them all with the same result."""
+    pytester.syspathinsert(str(ROOT))
+    pytester.makepyfile(
+        test_user="""
+from tests.runtime.agents import ThreeCalls
+
+def test_sweep(durable):
+    durable.sweep(ThreeCalls, [("a", 1), ("b", 2), ("a", 3)], checkpoint_every=1)
+"""
+    )
+    result = pytester.runpytest_subprocess("-v", "-p", "no:randomly")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "durable: 11 sweep scenarios started from a snapshot of the crash-free run, 23 re-executed (PLG-16)",
+            "  22 re-executed: a checkpoint completed before this point: recovery restores it (PLG-17)",
+            "  1 re-executed: the point sampled to check the snapshot path against re-execution (PLG-17)",
+        ]
+    )
+    result = pytester.runpytest_subprocess("-v", "-p", "no:randomly", "--durable-re-execute")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "durable: 0 sweep scenarios started from a snapshot of the crash-free run, 34 re-executed (PLG-16)",
+            "  34 re-executed: re-execution was asked for (*) (PLG-17)",
+        ]
+    )
+    pytester.makeini("[pytest]\ndurable_re_execute = true\n")
+    result = pytester.runpytest_subprocess("-v", "-p", "no:randomly")
+    result.stdout.fnmatch_lines(["durable: 0 sweep scenarios started from a snapshot *, 34 re-executed (PLG-16)"])
+    assert "sweep scenarios" not in pytester.runpytest_subprocess("-p", "no:randomly").stdout.str()
