@@ -33,11 +33,6 @@ from .scenario import Scenario
 if TYPE_CHECKING:
     from .ledger import Ledger
 
-#: The start of a scenario that re-ran the crash-free run up to its crash point.
-RE_EXECUTED = "re-executed"
-#: The start of a scenario that began at a snapshot of the crash-free run.
-SNAPSHOT = "snapshot"
-
 
 class _Op(NamedTuple):
     kind: str
@@ -204,7 +199,6 @@ class Reference:
     agent: type[Agent]
     inputs: Sequence[tuple[str, Any]]
     store: Callable[[], ActionStateStore]
-    options: dict[str, Any]
     result: RunResult
     injector: SnapshotInjector
     log: WriteLog
@@ -290,7 +284,6 @@ def record(
         agent,
         inputs,
         store,
-        options,
         result,
         injector,
         log,

@@ -19,6 +19,7 @@ from reference_runtime import Agent, CallId, FaultInjector, FaultPoint, Phase, R
 from reference_runtime.clock import let_time_pass
 from reference_runtime.stores.base import ActionStateStore
 
+from . import snapshot_start as snap
 from .scenario import Scenario, selector_for
 
 if TYPE_CHECKING:
@@ -297,8 +298,6 @@ def sweep(
     crash-free run, a sampled point run both ways) run either way, so that both paths run the agent the
     same number of times before the scenarios and their verdicts stay comparable even for an agent whose
     results depend on earlier runs in the process."""
-    from . import snapshot_start as snap
-
     ref = snap.record(agent, inputs, store, ledger, options)
     ref.reason = snap.why_not(ref, store, ledger)
     again = None
@@ -347,7 +346,7 @@ def sweep(
 
 
 def _sample(
-    ref: Any,
+    ref: snap.Reference,
     point: FaultPoint,
     scenario: Scenario,
     agent: type[Agent],
@@ -358,8 +357,6 @@ def _sample(
 ) -> PointOutcome | str:
     """Run ``point``'s scenario from its snapshot and by re-execution; the re-executed outcome if both
     agree on everything the checks read, else why the snapshot path is not used (PLG-17)."""
-    from . import snapshot_start as snap
-
     seen = []
     try:
         for path in ("snapshot", "re-executed"):
