@@ -18,6 +18,7 @@ ways; otherwise the sweep re-executes, and says why.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -51,14 +52,17 @@ class WriteLog(ForwardingStore):
     def __init__(self, inner: ActionStateStore) -> None:
         super().__init__(inner)
         self.ops: list[_Op] = []
+        # Async agents write from pool threads (their sweeps re-execute, but the log must stay whole).
+        self._lock = threading.Lock()
 
     def position(self) -> tuple[int, int]:
         """Writes so far, and how many results of the last one (it may still grow)."""
-        ops = self.ops
-        if not ops:
-            return (0, 0)
-        last = ops[-1]
-        return (len(ops), len(last.value) if last.kind == "calls" else 0)
+        with self._lock:
+            ops = self.ops
+            if not ops:
+                return (0, 0)
+            last = ops[-1]
+            return (len(ops), len(last.value) if last.kind == "calls" else 0)
 
     def put(self, ref: StateRef, state: ActionState) -> None:
         super().put(ref, state)
@@ -72,35 +76,38 @@ class WriteLog(ForwardingStore):
             completed=state.completed,
             signature=state.signature,
         )
-        self.ops.append(_Op("put", ref, 0, copy))
+        with self._lock:
+            self.ops.append(_Op("put", ref, 0, copy))
 
     def get(self, ref: StateRef) -> ActionState | None:
         state = super().get(ref)
         if state is None:
-            self.ops.append(_Op("miss", ref, 0, None))
+            with self._lock:
+                self.ops.append(_Op("miss", ref, 0, None))
         return state
 
     def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
         super().put_call_results(ref, index, results)
-        ops = self.ops
-        if ops:
-            last = ops[-1]
-            if last.kind == "calls" and last.ref.state_key == ref.state_key and last.at + len(last.value) == index:
-                last.value.extend(results)
-                return
-        ops.append(_Op("calls", ref, index, list(results)))
+        with self._lock:
+            ops = self.ops
+            if ops:
+                last = ops[-1]
+                if last.kind == "calls" and last.ref.state_key == ref.state_key and last.at + len(last.value) == index:
+                    last.value.extend(results)
+                    return
+            ops.append(_Op("calls", ref, index, list(results)))
 
     def truncate_call_results(self, ref: StateRef, index: int) -> None:
         super().truncate_call_results(ref, index)
-        self.ops.append(_Op("truncate", ref, index, None))
+        with self._lock:
+            self.ops.append(_Op("truncate", ref, index, None))
 
     def prune_state(self, key: str, seq: int) -> None:
         super().prune_state(key, seq)
-        self.ops.append(_Op("prune", key, 0, seq))
+        with self._lock:
+            self.ops.append(_Op("prune", key, 0, seq))
 
-    def replay(
-        self, store: ActionStateStore, position: tuple[int, int], since: tuple[int, int] = (0, 0)
-    ) -> None:
+    def replay(self, store: ActionStateStore, position: tuple[int, int], since: tuple[int, int] = (0, 0)) -> None:
         """Write into ``store`` what this log holds from ``since`` (default: the start, into an empty
         store) to ``position``."""
         count, last_len = position
@@ -247,8 +254,9 @@ def why_not(ref: Reference, store: Callable[[], ActionStateStore], ledger: Ledge
             "the agent has async actions: their durable work runs on a thread pool, so what the store "
             "holds at a crash depends on thread timing"
         )
-    known = store is InMemoryStore or (isinstance(store, Stores) and store.parsed.scheme in ("memory", "sqlite"))
-    if not known:
+    if isinstance(store, Stores) and store.parsed.scheme not in ("memory", "sqlite"):
+        return f"the {store.parsed.scheme}: store is rebuilt at a point only for memory: and sqlite: stores"
+    if store is not InMemoryStore and not isinstance(store, Stores):
         return (
             f"the store factory {getattr(store, '__qualname__', type(store).__name__)} is not a built-in "
             "memory: or sqlite: store: it may do more than open a store (reset a fake, say) for every run"
