@@ -428,3 +428,21 @@ def test_sweep(durable):
     result = pytester.runpytest_subprocess("-v", "-p", "no:randomly")
     result.stdout.fnmatch_lines(["durable: 0 sweep scenarios started from a snapshot *, 34 re-executed (PLG-16)"])
     assert "sweep scenarios" not in pytester.runpytest_subprocess("-p", "no:randomly").stdout.str()
+
+
+def test_remote_stores_and_custom_factories_re_execute_with_the_reason() -> None:
+    """PLG-17: only the built-in memory: and sqlite: stores are rebuilt at a point; a Redis or Kafka store
+    URL, or a factory of one's own, re-executes and the reason names it."""
+    from pytest_durable.snapshot_start import record, why_not
+
+    ref = record(runtime_agents.ThreeCalls, [("a", 1)], InMemoryStore, None, {})
+    assert why_not(ref, InMemoryStore, None) is None
+    assert why_not(ref, Stores("memory:"), None) is None
+    assert why_not(ref, Stores("redis://127.0.0.1:6379/0"), None) == (
+        "the redis: store is rebuilt at a point only for memory: and sqlite: stores"
+    )
+    assert "the store factory fresh is not a built-in" in (why_not(ref, fresh, None) or "")
+
+
+def fresh() -> InMemoryStore:
+    return InMemoryStore()
