@@ -82,6 +82,18 @@ def _sweep(argv: list[str]) -> int:
         "duplicated or lost effect fails the sweep (PLG-3). Repeatable",
     )
     parser.add_argument("--store", metavar="URL", default="memory:", help="store to crash against (default memory:)")
+    parser.add_argument(
+        "--re-execute",
+        action="store_true",
+        help="run the agent up to every crash point instead of starting from snapshots of the crash-free "
+        "run (slower, same verdict; for debugging) (PLG-16)",
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also print how many scenarios started from a snapshot and why the others re-executed (PLG-17)",
+    )
     args = parser.parse_args(argv)
     from reference_runtime.flink_agents_compat import is_agent
 
@@ -96,14 +108,14 @@ def _sweep(argv: list[str]) -> int:
     from .effects import declared
     from .harness import make_store_factory
     from .ledger import Ledger
-    from .sweep import Verdict, sweep
+    from .sweep import Verdict, start_summary, sweep
 
     url = checked_url(args.store, "--store")
     ledger = Ledger() if args.effect else None
     with declared(ledger or Ledger(), args.effect):
         stores = make_store_factory(url)
         try:
-            outcomes = sweep(agent, inputs, stores, ledger)
+            outcomes = sweep(agent, inputs, stores, ledger, re_execute=args.re_execute)
         except Exception as exc:  # the agent itself failed: say so in one line, not a traceback wall
             reason = " ".join(str(exc).split())
             print(
@@ -116,6 +128,9 @@ def _sweep(argv: list[str]) -> int:
             stores.cleanup()
     verdict = Verdict(outcomes, effects_declared=ledger is not None)
     _print_matrix(verdict)
+    if args.verbose:
+        for line in start_summary(outcomes):
+            print(line)
     return 0 if verdict.ok else 1
 
 

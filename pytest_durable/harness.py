@@ -107,6 +107,7 @@ class DurableHarness:
         seed: int = 0,
         max_examples: int = 100,
         sweep: tuple[Sequence[Any], dict[str, Any], CrashAt | None] | None = None,
+        re_execute: bool = False,
     ) -> None:
         self._store_factory = store_factory
         self.url = url
@@ -119,6 +120,8 @@ class DurableHarness:
         self.seed = seed
         self.max_examples = max_examples
         self._sweep = sweep
+        #: :meth:`sweep` re-executes up to every crash instead of starting from snapshots (PLG-16).
+        self.re_execute = re_execute
         #: None without a ``durable_sweep`` marker; else whether :meth:`run` ran the marked agent yet.
         self.sweep_ran: bool | None = None if sweep is None else False
         #: The check of the last crash run made by :meth:`run` under a sweep marker.
@@ -314,11 +317,30 @@ class DurableHarness:
             raise AssertionError(f"crash point(s) never reached: {outcome.scenario.texts()[len(outcome.fired) :]}")
         return outcome
 
-    def sweep(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], **options: Any) -> list[PointOutcome]:
-        """Crash once at every fault point of the crash-free run; fail listing every violation."""
+    def sweep(
+        self,
+        agent: type[Agent],
+        inputs: Sequence[tuple[str, Any]],
+        *,
+        re_execute: bool | None = None,
+        **options: Any,
+    ) -> list[PointOutcome]:
+        """Crash once at every fault point of the crash-free run; fail listing every violation.
+
+        Scenarios start from snapshots of the crash-free run where that is equivalent (PLG-16, PLG-17);
+        ``re_execute=True`` (default: ``--durable-re-execute``) runs the agent up to every crash instead."""
         options = self._options(options)
-        outcomes = sweep(agent, inputs, self._store_factory, self._ledger, **options)
-        self._count(points=len(outcomes), crashes=len(outcomes))
+        forced = self.re_execute if re_execute is None else re_execute
+        outcomes = sweep(agent, inputs, self._store_factory, self._ledger, re_execute=forced, **options)
+        snapshots = sum(o.start == "snapshot" for o in outcomes)
+        self._count(
+            points=len(outcomes),
+            crashes=len(outcomes),
+            snapshot_starts=snapshots,
+            re_executed_starts=len(outcomes) - snapshots,
+        )
+        if self.stats is not None:
+            self.stats.reasons.update(o.start_reason for o in outcomes if o.start_reason is not None)
         verdict = Verdict(outcomes, effects_declared=self._ledger is not None)
         if not verdict.ok:
             bad = verdict.failing

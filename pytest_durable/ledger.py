@@ -141,6 +141,32 @@ class Ledger:
         for callback in self._on_new_run:
             callback()
 
+    @property
+    def run(self) -> int:
+        """The number of the current run (1 for the first :meth:`new_run`)."""
+        return self._run
+
+    def position(self) -> tuple[int, int]:
+        """How many effects and reconciliations are booked so far, across runs."""
+        with self._lock:
+            return len(self._effects), len(self._reconciles)
+
+    def rebook(self, run: int, start: tuple[int, int], end: tuple[int, int]) -> None:
+        """Book again, in the current run, what ``run`` booked between positions ``start`` and ``end``: a
+        sweep scenario started from a snapshot takes on the effects of the run before its crash (PLG-16)."""
+        with self._lock:
+            now = self._run
+            self._effects.extend(
+                Effect(e.name, e.call_id, now, e.dedup) for e in self._effects[start[0] : end[0]] if e.run == run
+            )
+            self._reconciles.extend(
+                Effect(e.name, e.call_id, now, e.dedup) for e in self._reconciles[start[1] : end[1]] if e.run == run
+            )
+
+    def has_run_hooks(self) -> bool:
+        """Whether something (``durable.world``) resets state of its own at every new run."""
+        return bool(self._on_new_run)
+
     def on_new_run(self, callback: Callable[[], object]) -> None:
         """Call ``callback`` whenever a run starts (``durable.world`` makes its fresh fake there)."""
         self._on_new_run.append(callback)

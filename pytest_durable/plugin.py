@@ -75,11 +75,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="directory of golden journals (default: durable_journals/ beside each test file). "
         "ini: durable_journal_dir",
     )
+    group.addoption(
+        "--durable-re-execute",
+        action="store_true",
+        default=None,
+        help="sweeps run the agent up to every crash point instead of starting from snapshots of the "
+        "crash-free run (slower, same verdict; for debugging). ini: durable_re_execute",
+    )
     parser.addini("durable_store", "store URL for the durable fixtures", default="memory:")
     parser.addini("durable_seed", "seed for crash-schedule exploration", default="")
     parser.addini("durable_max_examples", "crash schedules per durable.explore() call", default="100")
     parser.addini("durable_update_journals", "write golden journals instead of comparing", type="bool", default=False)
     parser.addini("durable_journal_dir", "directory of golden journals", default="")
+    parser.addini(
+        "durable_re_execute", "sweeps re-execute instead of starting from snapshots", type="bool", default=False
+    )
 
 
 def _option(config: pytest.Config, name: str) -> Any:
@@ -162,6 +172,8 @@ class _Totals:
 
     def __init__(self, totals: dict[str, int]) -> None:
         self.totals = totals
+        #: Why sweep scenarios re-executed, with how many (shown with -v, PLG-17).
+        self.reasons: dict[str, int] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "teardown":
@@ -169,6 +181,9 @@ class _Totals:
         for name, value in report.user_properties:
             if name.startswith("durable_") and isinstance(value, int):
                 self.totals[name] = self.totals.get(name, 0) + value
+            elif name == "durable_start_reason" and isinstance(value, str):
+                count, _, reason = value.partition(":")
+                self.reasons[reason] = self.reasons.get(reason, 0) + int(count)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -177,6 +192,15 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if parts:
         terminalreporter.write_sep("=", "durable")
         terminalreporter.write_line("durable: " + ", ".join(parts))
+    starts = totals.get("durable_snapshot_starts", 0), totals.get("durable_re_executed_starts", 0)
+    if any(starts) and config.option.verbose > 0:
+        terminalreporter.write_line(
+            f"durable: {starts[0]} sweep scenarios started from a snapshot of the crash-free run, "
+            f"{starts[1]} re-executed (PLG-16)"
+        )
+        plugin = config.pluginmanager.get_plugin("durable-totals")
+        for reason, n in sorted(getattr(plugin, "reasons", {}).items()):
+            terminalreporter.write_line(f"  {n} re-executed: {reason} (PLG-17)")
 
 
 # -- sweeps -----------------------------------------------------------------------------------------------
@@ -257,6 +281,7 @@ def durable(
         seed=config.stash[_SEED],
         max_examples=config.stash[_MAX_EXAMPLES],
         sweep=(sweep.args, dict(sweep.kwargs), durable_point) if sweep is not None else None,
+        re_execute=bool(_option(config, "re_execute")),
     )
     try:
         yield harness

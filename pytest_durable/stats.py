@@ -12,7 +12,11 @@ PROPERTIES = {
     "crashes": "durable_crashes",
     "anomalies": "durable_ledger_anomalies",
     "journals": "durable_journals_checked",
+    "snapshot_starts": "durable_snapshot_starts",
+    "re_executed_starts": "durable_re_executed_starts",
 }
+#: The property naming why sweep scenarios re-executed: ``"<count>:<reason>"`` (PLG-17).
+START_REASON = "durable_start_reason"
 
 
 class Stats:
@@ -20,6 +24,8 @@ class Stats:
 
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
+        #: Why sweep scenarios re-executed instead of starting from a snapshot, with how many.
+        self.reasons: Counter[str] = Counter()
 
     def add(self, **n: int) -> None:
         for name, value in n.items():
@@ -27,5 +33,8 @@ class Stats:
                 raise KeyError(f"unknown durable counter {name!r}")
             self.counts[name] += value
 
-    def properties(self) -> list[tuple[str, int]]:
-        return [(PROPERTIES[name], self.counts[name]) for name in PROPERTIES if self.counts[name]]
+    def properties(self) -> list[tuple[str, int | str]]:
+        counts: list[tuple[str, int | str]] = [
+            (PROPERTIES[name], self.counts[name]) for name in PROPERTIES if self.counts[name]
+        ]
+        return counts + [(START_REASON, f"{n}:{reason}") for reason, n in self.reasons.items()]

@@ -13,11 +13,13 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 from reference_runtime import Agent, CallId, FaultInjector, FaultPoint, Phase, Runner, RunResult
 from reference_runtime.clock import let_time_pass
 from reference_runtime.stores.base import ActionStateStore
 
+from . import snapshot_start as snap
 from .scenario import Scenario, selector_for
 
 if TYPE_CHECKING:
@@ -42,6 +44,10 @@ class PointOutcome:
     repeated: list[str] = field(default_factory=list)
     #: Those of ``repeated`` for which no declared effect was booked, so nothing checked the repeat.
     unchecked: list[str] = field(default_factory=list)
+    #: How the scenario got to its crash: ``snapshot`` (started from the crash-free run's snapshot at the
+    #: point) or ``re-executed`` (ran the agent up to it), and why it re-executed (PLG-16, PLG-17).
+    start: str = "re-executed"
+    start_reason: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -89,14 +95,19 @@ def run_scenario(
     if ledger is not None:
         ledger.new_run(f"the run crashing at {scenario.describe()}")
     let_time_pass(options.get("clock"))
+    # Random schedules may hold crashes that recovery never reaches; the caller checks what fired.
+    injector = FaultInjector(list(scenario.schedule), must_fire=False)
+    result = Runner(agent, store(), injector=injector, **scenario_options(scenario, options)).run(inputs)
+    return result, injector
+
+
+def scenario_options(scenario: Scenario, options: dict[str, Any]) -> dict[str, Any]:
+    """The runner options of a run under ``scenario``: its switches over the caller's options."""
     extra = scenario.runner_options()
     merged = {**options, **extra}
     if "config" in extra:
         merged["config"] = {**(options.get("config") or {}), **extra["config"]}  # type: ignore[dict-item]
-    # Random schedules may hold crashes that recovery never reaches; the caller checks what fired.
-    injector = FaultInjector(list(scenario.schedule), must_fire=False)
-    result = Runner(agent, store(), injector=injector, **merged).run(inputs)
-    return result, injector
+    return merged
 
 
 def check(
@@ -114,29 +125,34 @@ def check(
             f"REC-6: memory differs after a crash at {where}: " + memory_diff(baseline.memory, result.memory)
         )
     # Which attempt (failovers before it) each recorded call's terminal record landed in, by call id
-    # (key, seq, action, call index): a fault point's fields 1..4, a journal entry's CallId.
-    recorded: dict[tuple[Any, ...], int] = {}
-    attempt, fired = 0, list(injector.fired)
+    # (key, seq, action, call index): a fault point's fields 1..4, a journal entry's CallId. Attempt n is
+    # the trace up to and including the n-th fired point. Comprehensions, not one loop with branches: a
+    # sweep checks one scenario per point, each with a trace as long as the run (COST-4).
+    trace = injector.trace
     after_record = Phase.AFTER_RECORD  # once, not per point: enum attribute access is slow on 3.11
-    for p in injector.trace:
-        if p.phase is after_record:
-            recorded.setdefault(p[1:5], attempt)
-        if fired and p is fired[0]:
-            fired.pop(0)
-            attempt += 1
-    for entry in result.journal:
-        if entry.source == "executed" and recorded.get(entry.call_id, entry.attempt) < entry.attempt:
-            out.re_executed.append(call_key(entry.call_id))
-    executed = Counter(e.call_id for e in result.journal if e.source == "executed")
-    expected_runs = Counter(e.call_id for e in baseline.journal if e.source == "executed")
+    recorded: dict[tuple[Any, ...], int] = {}
+    start = 0
+    ends = [i + 1 for i in _positions(trace, injector.fired)] + [len(trace)]
+    for attempt, end in enumerate(ends):
+        landed = dict.fromkeys([p[1:5] for p in trace[start:end] if p.phase is after_record], attempt)
+        landed.update(recorded)  # a call keeps the first attempt its record landed in
+        recorded, start = landed, end
+    # A slice copies a journal view in one go; iterating it yields entry by entry.
+    executions = [e for e in result.journal[:] if e.source == "executed"]
+    out.re_executed = [
+        call_key(e.call_id) for e in executions if e.attempt and recorded.get(e.call_id, e.attempt) < e.attempt
+    ]
+    executed = Counter(e.call_id for e in executions)
+    expected_runs, expected = _expected(baseline)
     rec3 = set(out.re_executed)
+    # Only a call that ran twice, or that the crash-free run did not make, can have run more often.
+    suspects = [c for c, n in executed.items() if n > 1] + list(executed.keys() - expected_runs.keys())
     out.repeated = sorted(
-        str(c) for c, n in executed.items() if n > expected_runs.get(c, 0) and call_key(c) not in rec3
+        str(c) for c in set(suspects) if executed[c] > expected_runs.get(c, 0) and call_key(c) not in rec3
     )
     for cid in sorted(set(out.re_executed)):
         out.violations.append(f"REC-3: call {cid} had a persisted record but executed again after a crash at {where}")
     seen = Counter((e.key, e.seq, e.action) for e in result.emitted)
-    expected = Counter((e.key, e.seq, e.action) for e in baseline.emitted)
     for k, n in sorted(seen.items()):
         if n > expected.get(k, 0):
             out.duplicates.append(f"{k[0]}/{k[1]}/{k[2]}")
@@ -150,6 +166,33 @@ def check(
         booked = {r.call_id for r in ledger.rows()}
     out.unchecked = [c for c in out.repeated if c not in booked]
     return out
+
+
+#: Per crash-free result, what :func:`check` compares every scenario of a sweep with: executions per
+#: call id and output events per action. Kept while the result lives.
+_EXPECTED: WeakKeyDictionary[RunResult, tuple[Counter[Any], Counter[Any]]] = WeakKeyDictionary()
+
+
+def _expected(baseline: RunResult) -> tuple[Counter[Any], Counter[Any]]:
+    found = _EXPECTED.get(baseline)
+    if found is None:
+        found = _EXPECTED[baseline] = (
+            Counter(e.call_id for e in baseline.journal if e.source == "executed"),
+            Counter((e.key, e.seq, e.action) for e in baseline.emitted),
+        )
+    return found
+
+
+def _positions(trace: list[FaultPoint], fired: Sequence[FaultPoint]) -> list[int]:
+    """Where in ``trace`` each fired point is (the very objects: an equal point may come earlier)."""
+    found, start = [], 0
+    for point in fired:
+        i = trace.index(point, start)
+        while trace[i] is not point:
+            i = trace.index(point, i + 1)
+        found.append(i)
+        start = i + 1
+    return found
 
 
 def memory_diff(expected: Mapping[str, dict[str, Any]], got: Mapping[str, dict[str, Any]], limit: int = 5) -> str:
@@ -233,21 +276,133 @@ def points_to_crash(points: Sequence[FaultPoint]) -> list[FaultPoint]:
     return unique
 
 
+#: The start_reason of every scenario of a sweep asked to re-execute.
+FORCED = "re-execution was asked for (re_execute=True, durable sweep --re-execute, --durable-re-execute)"
+#: The start_reason of the one point a sweep runs both ways before trusting its snapshots.
+SAMPLED = "the point sampled to check the snapshot path against re-execution"
+
+
 def sweep(
     agent: type[Agent],
     inputs: Sequence[tuple[str, Any]],
     store: NewStore,
     ledger: Ledger | None = None,
+    *,
+    re_execute: bool = False,
     **options: Any,
 ) -> list[PointOutcome]:
-    """Crash once at every point of the crash-free run, recover, check."""
-    baseline, points = learn(agent, inputs, store, ledger, **options)
+    """Crash once at every point of the crash-free run, recover, check.
+
+    Each scenario starts from a snapshot of the crash-free run at its point when that is equivalent to
+    running the agent up to the crash (PLG-16), and re-executes otherwise, each outcome saying why
+    (PLG-17). ``re_execute`` forces re-execution everywhere; the checks that choose the path (a second
+    crash-free run, a sampled point run both ways) run either way, so that both paths run the agent the
+    same number of times before the scenarios and their verdicts stay comparable even for an agent whose
+    results depend on earlier runs in the process."""
+    ref = snap.record(agent, inputs, store, ledger, options)
+    ref.reason = snap.why_not(ref, store, ledger)
+    again = None
+    if ref.reason is None:
+        again = snap.record(agent, inputs, store, ledger, options, "a second crash-free run", baseline=False)
+    snap.prepare(ref, again)
+    baseline = ref.result
+    points = points_to_crash(ref.trace)
+    mismatch = options.get("mismatch", "lenient")
+    done: dict[FaultPoint, PointOutcome] = {}
+    usable = [p for p in points if ref.usable(p) is None]
+    if usable:
+        sample = usable[len(usable) // 2]
+        scenario = Scenario((selector_for(sample),), mismatch)
+        verdict = _sample(ref, sample, scenario, agent, inputs, store, ledger, options)
+        if isinstance(verdict, str):
+            ref.reason = verdict
+        else:
+            verdict.start_reason = FORCED if re_execute else SAMPLED
+            done[sample] = verdict
     outcomes = []
-    for point in points_to_crash(points):
-        scenario = Scenario((selector_for(point),), options.get("mismatch", "lenient"))
-        result, injector = run_scenario(agent, inputs, store, scenario, ledger, **options)
-        outcomes.append(check(scenario, baseline, result, injector, ledger))
+    # Points with the same snapshot come one after another (a store only grows along the run): keep the
+    # last recovery only, so a sweep holds one recovered result at a time, not one per store state.
+    shared: tuple[Any, snap.Recovery | None] = (None, None)
+    for point in points:
+        if point in done:
+            outcomes.append(done[point])
+            continue
+        scenario = Scenario((selector_for(point),), mismatch)
+        reason = FORCED if re_execute else ref.usable(point)
+        if reason is None:
+            key = snap.recovery_key(ref, point)
+            reuse = shared[1] if shared[0] == key else None
+            result, injector, recovery = snap.start(
+                ref, point, scenario, ledger, scenario_options(scenario, options), reuse
+            )
+            shared = (key, recovery)
+        else:
+            result, injector = run_scenario(agent, inputs, store, scenario, ledger, **options)
+        outcome = check(scenario, baseline, result, injector, ledger)
+        if reason is None:
+            outcome.start = "snapshot"
+        outcome.start_reason = reason
+        outcomes.append(outcome)
     return outcomes
+
+
+def _sample(
+    ref: snap.Reference,
+    point: FaultPoint,
+    scenario: Scenario,
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    store: NewStore,
+    ledger: Ledger | None,
+    options: dict[str, Any],
+) -> PointOutcome | str:
+    """Run ``point``'s scenario from its snapshot and by re-execution; the re-executed outcome if both
+    agree on everything the checks read, else why the snapshot path is not used (PLG-17)."""
+    seen = []
+    try:
+        for path in ("snapshot", "re-executed"):
+            if path == "snapshot":
+                merged = scenario_options(scenario, options)
+                result, injector, _ = snap.start(ref, point, scenario, ledger, merged, trace_recovery=True)
+            else:
+                result, injector = run_scenario(agent, inputs, store, scenario, ledger, **options)
+            outcome = check(scenario, ref.result, result, injector, ledger)
+            seen.append((outcome, _observed(outcome, result, injector, ledger)))
+    except Exception as exc:
+        return f"the scenario sampled at {point.describe()} raised {type(exc).__name__}"
+    if seen[0][1] != seen[1][1]:
+        return (
+            f"the scenario sampled at {point.describe()} ended differently from its snapshot than re-executed "
+            "(the agent's run before the crash changes state the snapshot does not hold)"
+        )
+    return seen[1][0]
+
+
+def _observed(outcome: PointOutcome, result: RunResult, injector: FaultInjector, ledger: Ledger | None) -> Any:
+    return (
+        outcome.violations,
+        outcome.re_executed,
+        outcome.duplicates,
+        outcome.repeated,
+        outcome.unchecked,
+        result.outputs,
+        dict(result.memory),
+        [e[:6] for e in result.journal],
+        list(injector.trace),
+        list(injector.fired),
+        [e.key for e in result.emitted],
+        ledger.rows() if ledger is not None else None,
+    )
+
+
+def start_summary(outcomes: Sequence[PointOutcome]) -> list[str]:
+    """How a sweep's scenarios started: how many from snapshots, and each reason to re-execute with how
+    many points it held for (``durable sweep -v``, ``durable.sweep`` with ``pytest -v``)."""
+    snapshots = sum(o.start == "snapshot" for o in outcomes)
+    lines = [f"{snapshots} of {len(outcomes)} scenarios started from a snapshot of the crash-free run (PLG-16)"]
+    reasons = Counter(o.start_reason for o in outcomes if o.start_reason is not None)
+    lines += [f"{n} re-executed: {reason} (PLG-17)" for reason, n in reasons.items()]
+    return lines
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ PUBLIC_PACKAGES = ("reference_runtime.stores",)
 #: (SER-9, SER-10), documented in docs/wire-format.md.
 PUBLIC_MODULES = (
     "pytest_durable.strategies",
+    "pytest_durable.sweep",  # the sweep engine, for building one's own checks (docs/plugin/reference.md)
     "reference_runtime.config",
     "reference_runtime.serde.jackson",
     "reference_runtime.serde.java",

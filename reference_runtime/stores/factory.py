@@ -19,6 +19,7 @@ from pathlib import Path
 from ..errors import StoreSchemeError
 from .base import ActionStateStore, Capability
 from .registry import get_scheme
+from .scheme import StoreScheme
 from .urls import parse_store_url, require_client
 
 #: Every store capability name, in the order reports list them.
@@ -51,6 +52,9 @@ class StoreFactory:
         self.capabilities: frozenset[Capability] = frozenset(Capability(c) for c in given) | {Capability.CORE}
         self.name = name
         self._cleanup = cleanup
+        #: The registered scheme whose isolated stores this factory makes (set by :func:`store_factory`);
+        #: None for a factory built by hand, whose ``new`` may do anything.
+        self.scheme: StoreScheme | None = None
 
     def __call__(self) -> ActionStateStore:
         return self.new()
@@ -114,6 +118,8 @@ def store_factory(url: str, tmp: Callable[[], Path] | None = None, *, timeout: f
                 shutil.rmtree(path, ignore_errors=True)
             owned.clear()
 
-    return StoreFactory(
+    factory = StoreFactory(
         new, reopen=scheme.reopen, capabilities=scheme.capabilities, name=f"{scheme.name}:", cleanup=cleanup
     )
+    factory.scheme = scheme
+    return factory

@@ -1,0 +1,474 @@
+"""Starting each crash scenario of a sweep from a snapshot of the crash-free run (spec PLG-16, PLG-17,
+COST-4).
+
+A sweep crashes once at every fault point and recovers. Re-executing the run up to the crash for every
+point makes a sweep cost points times calls durable calls before any recovery starts. What recovery sees of
+that prefix is: what the store holds, the side effects booked on the ledger, the virtual clock, and the
+journal and fault-point trace that the checks read. All four are recorded once, during the crash-free
+run, at every fault point: the store as a log of its writes (a snapshot is a position in the log), the
+ledger and the clock as positions too. A scenario then builds the store at its point, books the prefix's
+effects again, moves the clock as the prefix did, and runs only the recovery, in a fresh runner, exactly
+as the runner does after a crash with no checkpoint to restore.
+
+That is equivalent to re-executing only for an agent whose run before the crash depends on nothing the
+snapshot leaves out, so the snapshot path is taken only when :func:`why_not` finds nothing against it,
+two crash-free runs agree on everything the checks read, and one sampled point gives the same answer both
+ways; otherwise the sweep re-executes, and says why.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from reference_runtime import Agent, FaultInjector, FaultPoint, Phase, Runner, RunResult
+from reference_runtime.clock import let_time_pass
+from reference_runtime.records import ActionState, CallResult, StateRef
+from reference_runtime.stores.base import ActionStateStore
+from reference_runtime.stores.forwarding import ForwardingStore
+
+from .scenario import Scenario
+
+if TYPE_CHECKING:
+    from .ledger import Ledger
+
+
+class _Op(NamedTuple):
+    kind: str
+    ref: Any  # StateRef, or the business key of a prune
+    at: int  # the call index written from or truncated at
+    value: Any  # ActionState copy, list of CallResult, or prune seq
+
+
+class WriteLog(ForwardingStore):
+    """Forwards to a store and logs every write, and every miss (a miss may hide states, STORE-4), so the
+    store can be rebuilt as it was at any earlier moment: a snapshot is a :meth:`position`.
+
+    Appends to the same action state at consecutive indexes are kept as one write whose list grows, so
+    rebuilding the store at a point costs the number of action states written before it, not calls."""
+
+    def __init__(self, inner: ActionStateStore) -> None:
+        super().__init__(inner)
+        self.ops: list[_Op] = []
+        # Async agents write from pool threads (their sweeps re-execute, but the log must stay whole).
+        self._lock = threading.Lock()
+
+    def position(self) -> tuple[int, int]:
+        """Writes so far, and how many results of the last one (it may still grow)."""
+        with self._lock:
+            ops = self.ops
+            if not ops:
+                return (0, 0)
+            last = ops[-1]
+            return (len(ops), len(last.value) if last.kind == "calls" else 0)
+
+    def put(self, ref: StateRef, state: ActionState) -> None:
+        super().put(ref, state)
+        # The runtime keeps mutating its state object after the put: log a copy of what was written.
+        copy = ActionState(
+            task_event=state.task_event,
+            sensory_memory_updates=list(state.sensory_memory_updates),
+            short_term_memory_updates=list(state.short_term_memory_updates),
+            output_events=list(state.output_events),
+            call_results=list(state.call_results),
+            completed=state.completed,
+            signature=state.signature,
+        )
+        with self._lock:
+            self.ops.append(_Op("put", ref, 0, copy))
+
+    def get(self, ref: StateRef) -> ActionState | None:
+        state = super().get(ref)
+        if state is None:
+            with self._lock:
+                self.ops.append(_Op("miss", ref, 0, None))
+        return state
+
+    def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
+        super().put_call_results(ref, index, results)
+        with self._lock:
+            ops = self.ops
+            if ops:
+                last = ops[-1]
+                if last.kind == "calls" and last.ref.state_key == ref.state_key and last.at + len(last.value) == index:
+                    last.value.extend(results)
+                    return
+            ops.append(_Op("calls", ref, index, list(results)))
+
+    def truncate_call_results(self, ref: StateRef, index: int) -> None:
+        super().truncate_call_results(ref, index)
+        with self._lock:
+            self.ops.append(_Op("truncate", ref, index, None))
+
+    def prune_state(self, key: str, seq: int) -> None:
+        super().prune_state(key, seq)
+        with self._lock:
+            self.ops.append(_Op("prune", key, 0, seq))
+
+    def replay(self, store: ActionStateStore, position: tuple[int, int], since: tuple[int, int] = (0, 0)) -> None:
+        """Write into ``store`` what this log holds from ``since`` (default: the start, into an empty
+        store) to ``position``."""
+        count, last_len = position
+        first, done = since
+        ops = self.ops
+        for n in range(first - 1 if done else first, count):
+            op = ops[n]
+            kind = op.kind
+            if kind == "calls":
+                results = op.value if n < count - 1 else op.value[:last_len]
+                if n == first - 1:
+                    results, skip = results[done:], done  # the part written after ``since``
+                    if results:
+                        store.put_call_results(op.ref, op.at + skip, results)
+                    continue
+                if results:
+                    store.put_call_results(op.ref, op.at, results)
+            elif kind == "put":
+                store.put(op.ref, op.value)
+            elif kind == "miss":
+                store.get(op.ref)
+            elif kind == "truncate":
+                store.truncate_call_results(op.ref, op.at)
+            else:
+                store.prune_state(op.ref, op.value)
+
+    def comparable(self) -> list[tuple[Any, ...]]:
+        """The writes without what differs between two equal runs (fresh event ids, signatures over them)."""
+        out: list[tuple[Any, ...]] = []
+        for op in self.ops:
+            if op.kind == "put":
+                s: ActionState = op.value
+                out.append(
+                    (
+                        "put",
+                        op.ref.state_key,
+                        s.completed,
+                        [(u.path, u.value, u.object_creation) for u in s.short_term_memory_updates],
+                        [(u.path, u.value, u.object_creation) for u in s.sensory_memory_updates],
+                        [(e.type, e.attributes) for e in s.output_events],
+                        tuple(s.call_results),
+                    )
+                )
+            elif op.kind == "prune":
+                out.append(("prune", op.ref, op.value))
+            else:
+                value = tuple(op.value) if op.kind == "calls" else None
+                out.append((op.kind, op.ref.state_key, op.at, value))
+        return out
+
+
+class Mark(NamedTuple):
+    """Where every recorded thing stood when a fault point was first reached."""
+
+    trace: int  # index of the point in the trace
+    store: tuple[int, int]
+    ledger: tuple[int, int]
+    sleeps: int
+    now: float | None
+
+
+class SnapshotInjector(FaultInjector):
+    """Crashes nowhere; records the trace and a :class:`Mark` at the first occurrence of each point."""
+
+    def __init__(self, log: WriteLog, ledger: Ledger | None, clock: Any) -> None:
+        super().__init__()
+        self.log, self.ledger, self.clock = log, ledger, clock
+        #: The mark of each point's first occurrence.
+        self.marks: dict[FaultPoint, Mark] = {}
+        #: The mark of every point reached, by trace index.
+        self.by_index: list[Mark] = []
+        self._sleeps: list[float] | None = getattr(clock, "sleeps", None) if _virtual(clock) else None
+
+    def reach(self, point: FaultPoint) -> None:
+        trace = self.trace
+        trace.append(point)
+        mark = Mark(
+            len(trace) - 1,
+            self.log.position(),
+            self.ledger.position() if self.ledger is not None else (0, 0),
+            len(self._sleeps) if self._sleeps is not None else 0,
+            self.clock.now() if _virtual(self.clock) else None,
+        )
+        self.by_index.append(mark)
+        self.marks.setdefault(point, mark)
+
+
+def _virtual(clock: Any) -> bool:
+    return bool(getattr(clock, "virtual", False)) and callable(getattr(clock, "advance", None))
+
+
+@dataclass
+class Reference:
+    """The crash-free run a sweep's scenarios start from, with its marks."""
+
+    agent: type[Agent]
+    inputs: Sequence[tuple[str, Any]]
+    store: Callable[[], ActionStateStore]
+    result: RunResult
+    injector: SnapshotInjector
+    log: WriteLog
+    ledger_run: int
+    ledger_start: tuple[int, int]
+    start_sleeps: int
+    start_now: float | None
+    is_async: bool = False
+    #: Why no scenario of this sweep may start from a snapshot; None if they may.
+    reason: str | None = None
+    #: Journal entries made up to and including each trace index (calls journal before their
+    #: after-effect point, and a crash-free run journals exactly one entry per after-effect point).
+    journaled: list[int] = field(default_factory=list)
+    #: Per trace index: why a crash there must re-execute (None: it may start from the snapshot).
+    point_reason: list[str | None] = field(default_factory=list)
+    #: Per trace index: the other keys' part of the run that a crash there lets finish before the
+    #: failover, as (last point of the crashing key's block, the segment's checkpoint point); or None.
+    tails: list[tuple[int, int] | None] = field(default_factory=list)
+
+    @property
+    def trace(self) -> list[FaultPoint]:
+        return self.injector.trace
+
+    def mark_at(self, index: int) -> Mark:
+        """The mark of the point at trace ``index``."""
+        return self.injector.by_index[index]
+
+    def usable(self, point: FaultPoint) -> str | None:
+        """None if a crash at ``point`` may start from its snapshot, else why not."""
+        if self.reason is not None:
+            return self.reason
+        mark = self.injector.marks.get(point)
+        if mark is None:
+            return "the point was not reached by the crash-free run"
+        return self.point_reason[mark.trace]
+
+
+def why_not(ref: Reference, store: Callable[[], ActionStateStore], ledger: Ledger | None) -> str | None:
+    """What rules out snapshots for a whole sweep before anything runs (PLG-17), or None."""
+    from reference_runtime.stores import InMemoryStore, StoreFactory
+    from reference_runtime.stores.registry import BUILT_IN
+
+    if ref.is_async:
+        return (
+            "the agent has async actions: their durable work runs on a thread pool, so what the store "
+            "holds at a crash depends on thread timing"
+        )
+    scheme = store.scheme if isinstance(store, StoreFactory) else None
+    if scheme is not None and (scheme.name not in ("memory", "sqlite") or scheme.origin != BUILT_IN):
+        return f"the {scheme.name}: store is rebuilt at a point only for the built-in memory: and sqlite: stores"
+    if store is not InMemoryStore and scheme is None:
+        return (
+            f"the store factory {getattr(store, '__qualname__', type(store).__name__)} is not a built-in "
+            "memory: or sqlite: store: it may do more than open a store (reset a fake, say) for every run"
+        )
+    if ledger is not None and ledger.has_run_hooks():
+        return "durable.world() fakes: what the run before the crash did to them is not in the snapshot"
+    return None
+
+
+def record(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    store: Callable[[], ActionStateStore],
+    ledger: Ledger | None,
+    options: dict[str, Any],
+    label: str = "the crash-free run",
+    baseline: bool = True,
+) -> Reference:
+    """Run ``agent`` crash-free with every fault point marked (the sweep's baseline run)."""
+    if ledger is not None:
+        ledger.new_run(label, baseline=baseline)
+    ledger_start = ledger.position() if ledger is not None else (0, 0)
+    clock: Any = options.get("clock")
+    let_time_pass(clock)  # as learn() does: compared runs never share an instant (PLG-13)
+    log = WriteLog(store())
+    injector = SnapshotInjector(log, ledger, clock)
+    sleeps = getattr(clock, "sleeps", None) if _virtual(clock) else None
+    start_sleeps = len(sleeps) if sleeps is not None else 0
+    start_now = clock.now() if _virtual(clock) else None
+    runner = Runner(agent, log, injector=injector, **options)
+    result = runner.run(inputs)
+    reference = Reference(
+        agent,
+        inputs,
+        store,
+        result,
+        injector,
+        log,
+        ledger.run if ledger is not None else 0,
+        ledger_start,
+        start_sleeps,
+        start_now,
+    )
+    reference.is_async = any(spec.is_async for spec in runner.actions)
+    return reference
+
+
+def prepare(ref: Reference, again: Reference | None) -> None:
+    """Fill in ``ref``'s per-point facts and whether it may be used at all; ``again`` is a second
+    crash-free run (None when a reason was already found)."""
+    trace = ref.trace
+    journal = ref.result.journal
+    effects = [p for p in trace if p.phase is Phase.AFTER_EFFECT]
+    if len(effects) != len(journal) or any(
+        e.source != "executed" or e.call_id != p[1:5] for e, p in zip(journal, effects, strict=False)
+    ):
+        ref.reason = ref.reason or "the crash-free run's journal does not line up with its after-effect points"
+    if again is not None and ref.reason is None:
+        ref.reason = differs(ref, again)
+    count, journaled = 0, []
+    for p in trace:
+        count += p.phase is Phase.AFTER_EFFECT
+        journaled.append(count)
+    ref.journaled = journaled
+    # Recovery restores the last completed checkpoint, which no snapshot holds: points after the first one
+    # re-execute. Before it, the keys of the segment run one after another, and a crash of one key lets
+    # the keys after it run to their end before the failover (the runner's synchronous path): a crash
+    # there sees the run up to the point plus the rest of the segment from the end of the crashing key's
+    # block, its tail (trace indexes, end exclusive).
+    first_checkpoint = next((i for i, p in enumerate(trace) if p.phase is Phase.CHECKPOINT), len(trace))
+    block_end: dict[str | None, int] = {}
+    for i, p in enumerate(trace[:first_checkpoint]):
+        block_end[p.key] = i
+    reasons: list[str | None] = []
+    tails: list[tuple[int, int] | None] = []
+    for i, p in enumerate(trace):
+        last = block_end.get(p.key, i)
+        if i > first_checkpoint:
+            reasons.append("a checkpoint completed before this point: recovery restores it")
+        elif first_checkpoint == len(trace) and last + 1 < len(trace):
+            reasons.append("other keys run after this key and finish before the failover, and no checkpoint ends them")
+        else:
+            reasons.append(None)
+        tails.append((last, first_checkpoint) if reasons[-1] is None and last + 1 < first_checkpoint else None)
+    ref.point_reason = reasons
+    ref.tails = tails
+
+
+def differs(a: Reference, b: Reference) -> str | None:
+    """What two crash-free runs disagree on among what a scenario's checks read, or None."""
+    ra, rb = a.result, b.result
+    if a.trace != b.trace:
+        return "two crash-free runs reached different fault points (nondeterministic agent)"
+    if [e[:5] for e in ra.journal] != [e[:5] for e in rb.journal]:
+        return "two crash-free runs made different durable calls (nondeterministic agent)"
+    if ra.outputs != rb.outputs or dict(ra.memory) != dict(rb.memory):
+        return "two crash-free runs produced different outputs or memory (nondeterministic agent)"
+    if a.log.comparable() != b.log.comparable():
+        return "two crash-free runs wrote different records (nondeterministic results)"
+    return None
+
+
+class Recovery(NamedTuple):
+    """The recovery run of a scenario started from a snapshot, kept for the points whose snapshots hold
+    the same store, clock and so the same recovery."""
+
+    result: RunResult
+    trace: list[FaultPoint]  # the recovery's fault points (after the crash)
+    journal: Sequence[Any]  # the recovery's journal entries
+    ledger_run: int
+    ledger_span: tuple[tuple[int, int], tuple[int, int]]
+    sleeps: list[float]
+    elapsed: float | None
+
+
+def recovery_key(ref: Reference, point: FaultPoint) -> tuple[Any, ...]:
+    """Points with equal keys have the same recovery: the store, the clock and the prefix's sleeps at the
+    crash are the same, and recovery starts from nothing else (the journal, trace and ledger of the run
+    before the crash are read only by the checks)."""
+    mark = ref.injector.marks[point]
+    now = None if mark.now is None or ref.start_now is None else mark.now - ref.start_now
+    return (mark.store, mark.sleeps, now, ref.tails[mark.trace])
+
+
+def start(
+    ref: Reference,
+    point: FaultPoint,
+    scenario: Scenario,
+    ledger: Ledger | None,
+    options: dict[str, Any],
+    shared: Recovery | None = None,
+    trace_recovery: bool = False,
+) -> tuple[RunResult, FaultInjector, Recovery]:
+    """Run ``scenario`` (one crash at ``point``) from the snapshot at ``point``: what ``run_scenario`` does,
+    without running the agent up to the crash. With ``shared`` (the recovery of a point with the same
+    :func:`recovery_key`), that recovery stands for this one's instead of running again.
+
+    The returned injector's trace ends at the crash unless ``trace_recovery``: after the last crash of a
+    scenario no fault point can change what :func:`~pytest_durable.sweep.check` finds (a call whose record
+    first lands in the last attempt was not recorded before it), and a recovery with no injector does not
+    even build its points."""
+    mark = ref.injector.marks[point]
+    tail = ref.tails[mark.trace]
+    # The spans of the crash-free run that happened before the failover: up to the point, then the tail.
+    start_mark = Mark(-1, (0, 0), ref.ledger_start, ref.start_sleeps, ref.start_now)
+    spans = [(start_mark, mark)]
+    if tail is not None:
+        spans.append((ref.mark_at(tail[0]), ref.mark_at(tail[1])))
+    if ledger is not None:
+        ledger.new_run(f"the run crashing at {scenario.describe()}")
+        for begin, end in spans:
+            ledger.rebook(ref.ledger_run, begin.ledger, end.ledger)
+    clock: Any = options.get("clock")
+    let_time_pass(clock)
+    virtual = mark.now is not None and ref.start_now is not None
+    if virtual:
+        for begin, end in spans:
+            slept = list(getattr(clock, "sleeps", [])[begin.sleeps : end.sleeps])
+            _move_clock(clock, slept, (end.now or 0.0) - (begin.now or 0.0))
+    trace = ref.trace[: mark.trace + 1]
+    crash = trace[-1]
+    journal = ref.result.journal[: ref.journaled[mark.trace]]
+    if tail is not None:
+        trace += ref.trace[tail[0] + 1 : tail[1]]
+        journal = [*journal, *ref.result.journal[ref.journaled[tail[0]] : ref.journaled[tail[1]]]]
+    if shared is not None:
+        let_time_pass(clock)  # the failover's
+        if virtual:
+            _move_clock(clock, shared.sleeps, shared.elapsed)
+        if ledger is not None:
+            ledger.rebook(shared.ledger_run, *shared.ledger_span)
+        r = shared.result
+        result = RunResult(
+            emitted=r.emitted,
+            memory=r.memory,
+            journal=[*journal, *shared.journal],
+            failovers=r.failovers,
+            crashes=[crash],
+        )
+        return result, FaultInjector(trace=trace + shared.trace, fired=[crash], must_fire=False), shared
+    store = ref.store()
+    ref.log.replay(store, mark.store)
+    if tail is not None:
+        ref.log.replay(store, ref.mark_at(tail[1]).store, ref.mark_at(tail[0]).store)
+    injector = FaultInjector(trace=trace, fired=[crash], must_fire=False)
+    runner = Runner(ref.agent, store, injector=injector if trace_recovery else None, **options)
+    runner.journal.extend(journal)
+    runner.crashes.append(crash)
+    runner.fail_over()
+    sleeps = getattr(clock, "sleeps", None) if virtual else None
+    sleeps_before = len(sleeps) if sleeps is not None else 0
+    now_before = clock.now() if virtual else None
+    ledger_before = ledger.position() if ledger is not None else (0, 0)
+    result = runner.run(ref.inputs)
+    recovery = Recovery(
+        result,
+        injector.trace[len(trace) :],
+        result.journal[len(journal) :],
+        ledger.run if ledger is not None else 0,
+        (ledger_before, ledger.position() if ledger is not None else (0, 0)),
+        list(sleeps[sleeps_before:]) if sleeps is not None else [],
+        clock.now() - now_before if now_before is not None else None,
+    )
+    return result, injector, recovery
+
+
+def _move_clock(clock: Any, sleeps: list[float], elapsed: float | None) -> None:
+    """Sleep as a run did (a virtual clock lists its sleeps), then make up any other time it let pass."""
+    before = clock.now()
+    if hasattr(clock, "sleeps"):
+        for seconds in sleeps:
+            clock.sleep(seconds)
+    left = (elapsed or 0.0) - (clock.now() - before)
+    if left > 0:
+        clock.advance(left)
