@@ -7,6 +7,7 @@ what a full copy would: a snapshot never sees a later write, a restore puts back
 from __future__ import annotations
 
 import copy
+import itertools
 from typing import Any
 
 from hypothesis import given, settings
@@ -259,7 +260,7 @@ def test_sqlite_call_record_is_one_statement(tmp_path: Any) -> None:
     Runner(TracedCalls, store).run([("k", 30)])
     store._conn.set_trace_callback(None)
     statements, starts = _TRACE["statements"], _TRACE["starts"]
-    between = [statements[a:b] for a, b in zip(starts, starts[1:], strict=False)]
+    between = [statements[a:b] for a, b in itertools.pairwise(starts)]
     assert len(between) == 29
     assert all(len(s) == 1 and s[0].startswith("INSERT OR REPLACE INTO call_results SELECT") for s in between), between
     plan = [r[-1] for r in store._conn.execute("EXPLAIN QUERY PLAN " + between[0][0]).fetchall()]
