@@ -46,8 +46,8 @@ class Ledger:
         #: Calls of a batch running at this moment, and the most seen at once.
         self.active = 0
         self.max_active = 0
-        #: A batch call already waited out its deadline without seeing the parallelism it waits for.
-        self.gate_gave_up = False
+        #: Batch calls that waited out their deadline without seeing the parallelism they wait for.
+        self.gate_timeouts = 0
         self.flag = threading.Event()
 
     def reset(self) -> None:
@@ -59,7 +59,7 @@ class Ledger:
             self.threads.clear()
             self.version = 1
             self.active = self.max_active = 0
-            self.gate_gave_up = False
+            self.gate_timeouts = 0
             self.flag = threading.Event()
 
     def on_thread(self, what: str) -> None:
@@ -129,7 +129,7 @@ def gate(i: int, parallelism: int) -> int:
     with LEDGER.lock:
         LEDGER.active += 1
         LEDGER.max_active = max(LEDGER.max_active, LEDGER.active)
-        full = LEDGER.max_active >= parallelism or LEDGER.gate_gave_up
+        full = LEDGER.max_active >= parallelism or LEDGER.gate_timeouts > 0
     deadline = time.monotonic() + 1.0
     while not full and time.monotonic() < deadline:
         time.sleep(0.002)
@@ -137,7 +137,7 @@ def gate(i: int, parallelism: int) -> int:
             full = LEDGER.max_active >= parallelism
     if not full:
         with LEDGER.lock:
-            LEDGER.gate_gave_up = True
+            LEDGER.gate_timeouts += 1
     time.sleep(max(0, 6 - i) * 0.003)
     with LEDGER.lock:
         LEDGER.active -= 1
