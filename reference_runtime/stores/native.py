@@ -165,18 +165,21 @@ def decode_state(data: bytes, location: Location) -> ActionState:
     )
 
 
-def encode_call_result(result: CallResult) -> bytes:
-    def b64(b: bytes | None) -> str | None:
-        return base64.b64encode(b).decode("ascii") if b is not None else None
+#: ``json.dumps(doc, separators=(",", ":"))`` builds this encoder anew on every call; a call record is
+#: encoded on every durable call, so it is built once (the bytes are the same).
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
 
+
+def encode_call_result(result: CallResult) -> bytes:
+    payload, error, status = result.result_payload, result.exception_payload, result.status
     doc = {
         "f": result.function_id,
         "d": result.args_digest,
-        "r": b64(result.result_payload),
-        "e": b64(result.exception_payload),
-        "s": result.status.value if result.status is not None else None,
+        "r": base64.b64encode(payload).decode("ascii") if payload is not None else None,
+        "e": base64.b64encode(error).decode("ascii") if error is not None else None,
+        "s": status.value if status is not None else None,
     }
-    return json.dumps(doc, separators=(",", ":")).encode()
+    return _COMPACT.encode(doc).encode()
 
 
 def decode_call_result(data: bytes, location: Location) -> CallResult:

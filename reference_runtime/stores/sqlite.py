@@ -81,6 +81,13 @@ class SqliteStore:
             raise StoreError(f"cannot open SQLite store {self.url}: {exc}") from exc
         self._lock = threading.RLock()
         self.bytes_written = 0
+        # Built once: the same string object every call, so the connection's statement cache finds it
+        # without formatting or hashing a new string.
+        self._guarded_insert = (
+            f"INSERT OR REPLACE INTO {self._p}call_results SELECT ?1, ?2, ?3"
+            f" WHERE EXISTS (SELECT 1 FROM {self._p}action_states WHERE state_key = ?1)"
+            f" AND ?2 <= (SELECT COALESCE(MAX(idx) + 1, 0) FROM {self._p}call_results WHERE state_key = ?1)"
+        )
 
     def _tx(
         self,
@@ -181,17 +188,24 @@ class SqliteStore:
             return
         # The first record is written only if its state exists and it leaves no gap (STORE-9); both are
         # index lookups on the primary keys, so a call costs the same after 10 or 100 000 earlier calls.
-        first: tuple[str, Sequence[object]] = (
-            f"INSERT OR REPLACE INTO {self._p}call_results SELECT ?1, ?2, ?3"
-            f" WHERE EXISTS (SELECT 1 FROM {self._p}action_states WHERE state_key = ?1)"
-            f" AND ?2 <= (SELECT COALESCE(MAX(idx) + 1, 0) FROM {self._p}call_results WHERE state_key = ?1)",
-            (ref.state_key, index, encoded[0]),
-        )
-        rest = [
-            (f"INSERT OR REPLACE INTO {self._p}call_results VALUES (?, ?, ?)", (ref.state_key, index + i, body))
-            for i, body in enumerate(encoded[1:], start=1)
-        ]
-        self._tx([first, *rest], guard=lambda: self._refuse_put(ref, index), count=False)
+        first: tuple[str, Sequence[object]] = (self._guarded_insert, (ref.state_key, index, encoded[0]))
+        if len(encoded) == 1:
+            # One statement outside BEGIN is its own transaction; it takes the write lock before it reads
+            # (a write statement starts with it), so it is as atomic and waits on a lock like the rest,
+            # and saves the BEGIN and COMMIT round trips on every durable call.
+            with self._lock:
+                try:
+                    written = self._conn.execute(*first).rowcount
+                except sqlite3.Error as exc:
+                    raise StoreError(f"SQLite store {self.url} write failed: {_describe(exc)}") from exc
+                if written == 0:
+                    self._refuse_put(ref, index)
+        else:
+            rest = [
+                (f"INSERT OR REPLACE INTO {self._p}call_results VALUES (?, ?, ?)", (ref.state_key, index + i, body))
+                for i, body in enumerate(encoded[1:], start=1)
+            ]
+            self._tx([first, *rest], guard=lambda: self._refuse_put(ref, index), count=False)
         self.bytes_written += sum(len(c) for c in encoded)
 
     def _refuse_put(self, ref: StateRef, index: int) -> None:

@@ -111,3 +111,19 @@ def test_the_documented_mutation_score_counts_every_mutant() -> None:
     stores = sum(m.kind == "store" for m in MUTANTS.values())
     assert f"| **total** | **{len(MUTANTS)}** | **{len(MUTANTS)}** | **100 %** |" in text
     assert f"| stores | {stores}: " in text and f"| runners | {len(MUTANTS) - stores}: " in text
+
+
+def test_a_serial_batch_waits_out_the_parallelism_gate_once() -> None:
+    """BAT-3: a runner that runs a batch one call at a time is caught by the first batch call that waits in
+    vain for ``tool-call.parallelism`` calls at once; later calls do not wait again (the mutation suite would
+    otherwise spend a second per call on ``serial_batches``), and a parallel runner never waits it out."""
+    from conformance import agents
+    from reference_runtime import Runner
+    from reference_runtime.stores.memory import InMemoryStore
+
+    agents.reset()
+    Runner(agents.ParallelBatch, InMemoryStore(), config={"tool-call.parallelism": 1}).run([("k", 0)])
+    assert (agents.LEDGER.max_active, agents.LEDGER.gate_timeouts) == (1, 1)
+    agents.reset()
+    Runner(agents.ParallelBatch, InMemoryStore()).run([("k", 0)])
+    assert (agents.LEDGER.max_active, agents.LEDGER.gate_timeouts) == (3, 0)

@@ -1,4 +1,4 @@
-"""Checkpoints, failover and results share what did not change (spec COST-1..COST-3).
+"""Checkpoints, failover and results share what did not change (spec COST-1..COST-3, COST-5).
 
 Cost is measured in benchmarks/ (P7, P8); these tests pin down that the cheap structures give exactly
 what a full copy would: a snapshot never sees a later write, a restore puts back exactly the snapshot.
@@ -7,6 +7,7 @@ what a full copy would: a snapshot never sees a later write, a restore puts back
 from __future__ import annotations
 
 import copy
+import itertools
 from typing import Any
 
 from hypothesis import given, settings
@@ -227,6 +228,43 @@ def test_sqlite_call_cost_is_flat_in_earlier_calls(tmp_path: Any) -> None:
     call does) are the same after 20 and after 3 000 earlier calls of the action."""
     few, many = _vm_steps_per_call(tmp_path, 20), _vm_steps_per_call(tmp_path, 3000)
     assert many <= few * 1.2, (few, many)
+
+
+_TRACE: dict[str, Any] = {}
+
+
+def _traced(i: int) -> int:
+    """Notes where each durable call starts in the store's statement trace."""
+    _TRACE["starts"].append(len(_TRACE["statements"]))
+    return i
+
+
+class TracedCalls(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def calls(event: Event, ctx: RunnerContext) -> None:
+        for i in range(event.attributes["input"]):
+            ctx.durable_execute(_traced, i)
+
+
+def test_sqlite_call_record_is_one_statement(tmp_path: Any) -> None:
+    """COST-5: between two durable calls the SQLite store runs exactly one statement, the guarded insert
+    of the call's record (its own transaction: no BEGIN, no COMMIT, no read before it), whose reads are
+    primary-key searches; a record refused by the guard still raises (STORE-9 is checked by the store
+    suite)."""
+    from reference_runtime.stores.sqlite import SqliteStore
+
+    store = SqliteStore(tmp_path / "one.db", synchronous="OFF")
+    _TRACE.update(starts=[], statements=[])
+    store._conn.set_trace_callback(_TRACE["statements"].append)
+    Runner(TracedCalls, store).run([("k", 30)])
+    store._conn.set_trace_callback(None)
+    statements, starts = _TRACE["statements"], _TRACE["starts"]
+    between = [statements[a:b] for a, b in itertools.pairwise(starts)]
+    assert len(between) == 29
+    assert all(len(s) == 1 and s[0].startswith("INSERT OR REPLACE INTO call_results SELECT") for s in between), between
+    plan = [r[-1] for r in store._conn.execute("EXPLAIN QUERY PLAN " + between[0][0]).fetchall()]
+    assert plan and all(not p.startswith("SCAN") or p == "SCAN CONSTANT ROW" for p in plan), plan
 
 
 def test_failover_limit_counts_the_failovers_of_one_run() -> None:
