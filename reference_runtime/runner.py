@@ -545,7 +545,7 @@ def _check_options(store: Any, codec: Any, mismatch: Any) -> None:
     if isinstance(store, str):
         raise ConfigError(
             f"store={store!r} is a string; Runner takes a store object: pass "
-            f"reference_runtime.stores.urls.open_store({store!r})"
+            f"reference_runtime.stores.open_store({store!r})"
         )
     if not isinstance(store, ActionStateStore):
         raise ConfigError(
