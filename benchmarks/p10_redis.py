@@ -138,6 +138,7 @@ def kafka_rows() -> list[tuple[str, ...]]:
         from confluent_kafka import Producer
 
         from reference_runtime.stores.kafka import KafkaStore
+        from reference_runtime.stores.kafka_flink import FlinkAgentsKafkaStore
         from reference_runtime.stores.native import encode_call_result
 
         bare: Any = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
@@ -172,7 +173,7 @@ def kafka_rows() -> list[tuple[str, ...]]:
                 parts["encode"].append(time.perf_counter() - start)
             parts["bare"] += _produce_flush(bare, f"p10-native-{r}", PER_ROUND, value, report=False)
             parts["settings"] += _produce_flush(like_store, f"p10-native-{r}", PER_ROUND, value, report=True)
-            flink = KafkaStore(bootstrap, f"p10-flink-{r}", partitions=1, format="flink-agents")
+            flink = FlinkAgentsKafkaStore(bootstrap, f"p10-flink-{r}", partitions=1)
             _TIMES.clear()
             Runner(Loop, flink).run([("k", PER_ROUND)])
             parts["flink"] += _TIMES
