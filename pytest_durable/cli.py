@@ -76,10 +76,11 @@ def _sweep(argv: list[str]) -> int:
         "--effect",
         action="append",
         default=[],
-        metavar="MODULE:NAME",
+        metavar="MODULE:NAME[@PARAM]",
         help="a function or method with an external side effect (NAME may be dotted, e.g. "
         "services:MAILER.send); every call is counted per idempotency id and a "
-        "duplicated or lost effect fails the sweep (PLG-3). Repeatable",
+        "duplicated or lost effect fails the sweep (PLG-3). @PARAM: the external system "
+        "deduplicates on that argument (e.g. services:PAYMENTS.refund@request_id). Repeatable",
     )
     parser.add_argument("--store", metavar="URL", default="memory:", help="store to crash against (default memory:)")
     parser.add_argument(

@@ -117,3 +117,52 @@ def test_safe_only_when_everything_was_checked(monkeypatch: pytest.MonkeyPatch) 
     broken = sweep(NonIdempotent, INPUTS, InMemoryStore, None)
     assert Verdict(broken, effects_declared=True).unchecked == ["k/0/handle/0"]
     assert "NOT VERIFIED" in Verdict(broken, effects_declared=True).summary()
+
+
+def _refund_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str], module: str, *effects: str) -> tuple[int, str]:
+    inputs = tmp_path / "refunds.jsonl"
+    inputs.write_text(json.dumps({"key": "alice", "input": {"order": "A-1", "amount": 30}}))
+    args = ["sweep", f"examples.buggy_refund.{module}:RefundAgent", "--inputs", str(inputs)]
+    for effect in effects:
+        args += ["--effect", f"examples.buggy_refund.services:{effect}"]
+    code = durable(args)
+    return code, capsys.readouterr().out
+
+
+def test_effect_at_param_declares_what_the_provider_deduplicates_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CLI-1, PLG-3: `--effect MODULE:NAME@PARAM` is the CLI form of `wrap(..., dedup=...)`. The tutorial's
+    fixed agent sends a stable request id, which its provider deduplicates: declared with the id it is
+    safe, declared without it a retried call is a duplicate. The buggy agent stays UNSAFE either way."""
+    dedup = ("PAYMENTS.refund@request_id", "MAILER.send@message_id")
+    code, out = _refund_sweep(tmp_path, capsys, "refund_fixed", *dedup)
+    assert code == 0 and out.splitlines()[-1].endswith("0 with violations: safe"), out
+    code, out = _refund_sweep(tmp_path, capsys, "refund_fixed", "PAYMENTS.refund", "MAILER.send")
+    assert code == 1 and " duplicated " in out and out.splitlines()[-1].endswith("UNSAFE")
+    code, out = _refund_sweep(tmp_path, capsys, "refund_buggy", *dedup)
+    assert code == 1 and out.splitlines()[-1].endswith("UNSAFE")
+    from examples.buggy_refund import services
+
+    assert not hasattr(services.PAYMENTS.refund, "__wrapped__"), "--effect restores the method"
+
+
+def test_effect_at_an_unknown_param_is_one_line_naming_the_parameters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CLI-3: a dedup parameter the function does not have is one line with exit 2, listing its parameters."""
+    inputs = tmp_path / "refunds.jsonl"
+    inputs.write_text(json.dumps({"key": "alice", "input": {"order": "A-1", "amount": 30}}))
+    code = durable(
+        [
+            "sweep",
+            "examples.buggy_refund.refund_fixed:RefundAgent",
+            "--inputs",
+            str(inputs),
+            "--effect",
+            "examples.buggy_refund.services:PAYMENTS.refund@request",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "'request' is not a parameter" in err and "order, amount, request_id" in err
