@@ -24,6 +24,7 @@ import pytest
 from . import SUITE_VERSION
 from . import known_failures as kf
 from .marks import capability_of, clauses_of
+from .paths import known_failures_problem, output_problem
 from .session import CHECK_MODULES, RECORDER_NAME, register_assert_rewrite
 
 LEVELS = ("FULL", "BASE", "PARTIAL", "NONE")
@@ -171,8 +172,10 @@ class _Recorder:
         workerinput: dict[str, Any] = getattr(config, "workerinput", {})
         seed = workerinput.get("durable_conformance_seed", config.getoption("--durable-conformance-seed", None))
         self.seed: int = int(seed) if seed is not None else secrets.randbelow(2**32)
-        self.known_path = self._known_failures_path()
+        self.known_path, known_source = self._known_failures_path()
         self.known: list[kf.KnownFailure] = []
+        if not _is_worker(config):
+            self._check_paths(known_source)
         if self.known_path is not None:
             try:
                 self.known = kf.load(self.known_path)
@@ -180,15 +183,35 @@ class _Recorder:
                 raise pytest.UsageError(str(exc)) from exc
         config.pluginmanager.register(self, RECORDER_NAME)
 
-    def _known_failures_path(self) -> Path | None:
+    def _known_failures_path(self) -> tuple[Path | None, str]:
+        """The known-failures file and how it was given (option or ini line), for error messages."""
         option = self.config.getoption("--durable-known-failures", None)
         if option:
-            return (self.config.invocation_params.dir / str(option)).resolve()
+            return (self.config.invocation_params.dir / str(option)).resolve(), f"--durable-known-failures {option}"
         ini = str(self.config.getini("durable_known_failures") or "").strip()
         if ini:
             base = self.config.inipath.parent if self.config.inipath else self.config.rootpath
-            return (base / ini).resolve()
-        return None
+            return (base / ini).resolve(), f"durable_known_failures = {ini} ({self.config.inipath or 'ini'})"
+        return None, ""
+
+    def _check_paths(self, known_source: str) -> None:
+        """KIT-6: files the run will write or read are checked at configure time, before any test runs."""
+        here = self.config.invocation_params.dir
+        problems: list[str | None] = []
+        for option, twin in (("--durable-conformance-report", ".md"), ("--durable-write-known-failures", None)):
+            value = self.config.getoption(option, None)
+            if value:
+                problems.append(output_problem(option, str(value), (here / str(value)).resolve(), twin=twin))
+        if self.known_path is not None:
+            option, _, value = known_source.partition(" ")
+            problems.append(
+                known_failures_problem(
+                    option, value, self.known_path, write_option="--durable-write-known-failures"
+                )
+            )
+        first = next((p for p in problems if p), None)
+        if first:
+            raise pytest.UsageError(first)
 
     # -- known failures -----------------------------------------------------------------------------------
     def mark_known_failures(self, items: Sequence[pytest.Item]) -> None:
