@@ -11,7 +11,8 @@ runtime).
 
 Bad input — a malformed store URL, a missing client package, a server that does not answer within
 5 seconds, a backend that cannot be imported, a report or known-failures file that cannot be written or
-read — is one line on stderr and exit status 2, before any check runs (spec CLI-3, CLI-4, KIT-6). Everything the run creates is removed at the end: the temporary directory, the SQLite
+read — is one line on stderr and exit status 2, before any check runs (spec CLI-3, CLI-4, KIT-6).
+Everything the run creates is removed at the end: the temporary directory, the SQLite
 tables, the Redis keys and Kafka topics of its stores (STORE-11).
 """
 
@@ -130,7 +131,9 @@ def _check_paths(args: argparse.Namespace) -> None:
     problems = [
         args.report and output_problem("--report", args.report, Path(args.report).resolve(), twin=".md"),
         args.write_known_failures
-        and output_problem("--write-known-failures", args.write_known_failures, Path(args.write_known_failures).resolve()),
+        and output_problem(
+            "--write-known-failures", args.write_known_failures, Path(args.write_known_failures).resolve()
+        ),
         args.known_failures
         and known_failures_problem(
             "--known-failures",
