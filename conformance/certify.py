@@ -10,8 +10,9 @@ which runs the runner suite (``--backend conformance:RunnerFactory.reference`` c
 runtime).
 
 Bad input — a malformed store URL, a missing client package, a server that does not answer within
-5 seconds, a backend that cannot be imported — is one line on stderr and exit status 2, before any check
-runs (spec CLI-3, CLI-4). Everything the run creates is removed at the end: the temporary directory, the SQLite
+5 seconds, a backend that cannot be imported, a report or known-failures file that cannot be written or
+read — is one line on stderr and exit status 2, before any check runs (spec CLI-3, CLI-4, KIT-6).
+Everything the run creates is removed at the end: the temporary directory, the SQLite
 tables, the Redis keys and Kafka topics of its stores (STORE-11).
 """
 
@@ -122,6 +123,30 @@ def _check_backend(spec: str) -> None:
         made.cleanup()
 
 
+def _check_paths(args: argparse.Namespace) -> None:
+    """KIT-6: the files the run writes or reads are checked before the backend is loaded or a check runs."""
+    from .loading import CommandError
+    from .paths import known_failures_problem, output_problem
+
+    problems = [
+        args.report and output_problem("--report", args.report, Path(args.report).resolve(), twin=".md"),
+        args.write_known_failures
+        and output_problem(
+            "--write-known-failures", args.write_known_failures, Path(args.write_known_failures).resolve()
+        ),
+        args.known_failures
+        and known_failures_problem(
+            "--known-failures",
+            args.known_failures,
+            Path(args.known_failures).resolve(),
+            write_option="--write-known-failures",
+        ),
+    ]
+    first = next((p for p in problems if p), None)
+    if first:
+        raise CommandError(first)
+
+
 def _in_process(url: str) -> bool:
     """A built-in store without a server (``memory:``, ``sqlite:``). A third-party scheme may reach a
     remote service without declaring a server to probe, so it keeps the workers it asked for."""
@@ -161,6 +186,7 @@ def _certify(argv: list[str] | None) -> int:
     from .loading import CommandError
 
     args = _parser().parse_args(argv)
+    _check_paths(args)
     if args.backend:
         _check_backend(args.backend)
     url = args.store

@@ -11,11 +11,12 @@ their results apart.
 
 from __future__ import annotations
 
+import fnmatch
 import importlib
 import json
 import secrets
-from collections import defaultdict
-from collections.abc import Sequence
+from collections import Counter, defaultdict
+from collections.abc import Sequence, Sized
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +24,19 @@ import pytest
 
 from . import SUITE_VERSION
 from . import known_failures as kf
-from .marks import capability_of, clauses_of
+from .marks import CAPABILITY_ATTR, capability_of, clauses_of
+from .paths import known_failures_problem, output_problem
 from .session import CHECK_MODULES, RECORDER_NAME, register_assert_rewrite
 
 LEVELS = ("FULL", "BASE", "PARTIAL", "NONE")
+#: The overall level of a run that left out some of the suite's checks (KIT-7): not a certification level.
+INCOMPLETE = "INCOMPLETE"
+#: The level of a capability none of whose checks ran in a partial run.
+NOT_RUN = "not run"
 #: Capabilities that are a backend's baseline: a store's ``core``, a runner's ``runner``.
 BASELINE_CAPABILITIES = ("core", "runner")
 #: Version of the JSON report's layout (docs/conformance/reference.md).
-REPORT_SCHEMA = 2
+REPORT_SCHEMA = 3
 
 _RECORDER = pytest.StashKey["_Recorder"]()
 
@@ -168,11 +174,16 @@ class _Recorder:
         self.reports: list[dict[str, Any]] = []
         self.notes: list[str] = []
         self._warned = False
+        #: Kit checks per capability of each suite (a test class, or a module for checks outside one),
+        #: counted before any deselection (KIT-7).
+        self.suite_checks: dict[str, Counter[str]] = {}
         workerinput: dict[str, Any] = getattr(config, "workerinput", {})
         seed = workerinput.get("durable_conformance_seed", config.getoption("--durable-conformance-seed", None))
         self.seed: int = int(seed) if seed is not None else secrets.randbelow(2**32)
-        self.known_path = self._known_failures_path()
+        self.known_path, known_source = self._known_failures_path()
         self.known: list[kf.KnownFailure] = []
+        if not _is_worker(config):
+            self._check_paths(known_source)
         if self.known_path is not None:
             try:
                 self.known = kf.load(self.known_path)
@@ -180,15 +191,54 @@ class _Recorder:
                 raise pytest.UsageError(str(exc)) from exc
         config.pluginmanager.register(self, RECORDER_NAME)
 
-    def _known_failures_path(self) -> Path | None:
+    def _known_failures_path(self) -> tuple[Path | None, str]:
+        """The known-failures file and how it was given (option or ini line), for error messages."""
         option = self.config.getoption("--durable-known-failures", None)
         if option:
-            return (self.config.invocation_params.dir / str(option)).resolve()
+            return (self.config.invocation_params.dir / str(option)).resolve(), f"--durable-known-failures {option}"
         ini = str(self.config.getini("durable_known_failures") or "").strip()
         if ini:
             base = self.config.inipath.parent if self.config.inipath else self.config.rootpath
-            return (base / ini).resolve()
-        return None
+            return (base / ini).resolve(), f"durable_known_failures = {ini} ({self.config.inipath or 'ini'})"
+        return None, ""
+
+    def _check_paths(self, known_source: str) -> None:
+        """KIT-6: files the run will write or read are checked at configure time, before any test runs."""
+        here = self.config.invocation_params.dir
+        problems: list[str | None] = []
+        for option, twin in (("--durable-conformance-report", ".md"), ("--durable-write-known-failures", None)):
+            value = self.config.getoption(option, None)
+            if value:
+                problems.append(output_problem(option, str(value), (here / str(value)).resolve(), twin=twin))
+        if self.known_path is not None:
+            option, _, value = known_source.partition(" ")
+            problems.append(
+                known_failures_problem(option, value, self.known_path, write_option="--durable-write-known-failures")
+            )
+        first = next((p for p in problems if p), None)
+        if first:
+            raise pytest.UsageError(first)
+
+    # -- what the suite holds (KIT-7) ---------------------------------------------------------------------
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """Count every kit check of each suite before -k, -m, --durable-clause or another plugin deselects
+        any; a suite named by a node id inside it (``test_x.py::TestMine::test_one``) is counted from its
+        class. Runs on each xdist worker; the counts travel to the controller in user_properties."""
+        dynamic: dict[str, Counter[str]] = defaultdict(Counter)
+        classes: dict[str, pytest.Class] = {}
+        for item in items:
+            cap = capability_of(item)
+            if cap is None:
+                continue
+            key = _suite_key(item)
+            dynamic[key][cap] += 1
+            cls = item.getparent(pytest.Class)
+            if cls is not None:
+                classes[key] = cls
+        for key, counts in dynamic.items():
+            static = _class_checks(classes[key]) if key in classes else Counter[str]()
+            self.suite_checks[key] = Counter({c: max(counts[c], static[c]) for c in {*counts, *static}})
 
     # -- known failures -----------------------------------------------------------------------------------
     def mark_known_failures(self, items: Sequence[pytest.Item]) -> None:
@@ -241,6 +291,8 @@ class _Recorder:
                     ),
                     "known_failure": props.get("known_failure"),
                     "reason": _reason(report),
+                    "suite": props.get("suite"),
+                    "suite_checks": props.get("suite_checks"),
                 }
             )
 
@@ -249,7 +301,8 @@ class _Recorder:
         self.reports = []
         for backend in sorted({r["backend"] or "unknown backend" for r in results}):
             mine = [r for r in results if (r["backend"] or "unknown backend") == backend]
-            overall, caps = levels(mine)
+            totals = suite_totals(mine)
+            overall, caps = levels(mine, totals)
             declared = sorted({c for r in mine for c in r["declared_capabilities"]})
             self.reports.append(
                 {
@@ -259,8 +312,11 @@ class _Recorder:
                     "backend": backend,
                     "declared_capabilities": declared,
                     "level": overall,
+                    "partial": overall == INCOMPLETE,
+                    "checks_run": len(mine),
+                    "checks_total": max(len(mine), sum(totals.values())),
                     "capabilities": caps,
-                    "checks": [{k: v for k, v in r.items() if k != "declared_capabilities"} for r in mine],
+                    "checks": [{k: v for k, v in r.items() if k not in _INTERNAL} for r in mine],
                 }
             )
         path = self.config.getoption("--durable-conformance-report", None)
@@ -289,6 +345,53 @@ class _Recorder:
                 )
             )
             self.notes.append(f"wrote {len(self.failures)} known failure(s) to {target}")
+
+
+#: Result fields that feed the levels but are not part of a check's entry in the JSON report.
+_INTERNAL = ("declared_capabilities", "suite", "suite_checks")
+
+
+def _suite_key(item: pytest.Item) -> str:
+    parent = item.getparent(pytest.Class) or item.getparent(pytest.Module)
+    return parent.nodeid if parent is not None else ""
+
+
+def _class_checks(cls: pytest.Class) -> Counter[str]:
+    """The kit checks a test class holds, per capability, read from the class itself: what a full
+    collection of it would give for the kit's checks (each parametrization counts)."""
+    patterns = [str(p) for p in cls.config.getini("python_functions")]
+    counts: Counter[str] = Counter()
+    for name in dir(cls.obj):
+        if not any(name.startswith(p) or fnmatch.fnmatch(name, p) for p in patterns):
+            continue
+        fn = getattr(cls.obj, name, None)
+        cap = getattr(fn, CAPABILITY_ATTR, None)
+        if cap is None or not callable(fn):
+            continue
+        n = 1
+        for m in getattr(fn, "pytestmark", ()):
+            if m.name == "parametrize" and len(m.args) > 1 and isinstance(m.args[1], Sized):
+                n *= max(1, len(m.args[1]))
+        counts[str(cap)] += n
+    return counts
+
+
+def _format_counts(counts: Counter[str]) -> str:
+    return ",".join(f"{cap}={n}" for cap, n in sorted(counts.items()))
+
+
+def suite_totals(results: list[dict[str, Any]]) -> dict[str, int]:
+    """Checks per capability in the suites these results come from, whether they ran or not (KIT-7)."""
+    per_suite: dict[str, str] = {}
+    for r in results:
+        if r.get("suite") is not None and r.get("suite_checks"):
+            per_suite[str(r["suite"])] = str(r["suite_checks"])
+    totals: Counter[str] = Counter()
+    for text in per_suite.values():
+        for part in text.split(","):
+            cap, _, n = part.rpartition("=")
+            totals[cap] += int(n)
+    return dict(totals)
 
 
 def _is_xpass_strict(report: pytest.TestReport) -> bool:
@@ -352,6 +455,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.user_properties.append(("capability", cap))
     rec = _recorder(config)
     if rec is not None:
+        for item in items:
+            key = _suite_key(item)
+            if capability_of(item) is not None and key in rec.suite_checks:
+                item.user_properties += [("suite", key), ("suite_checks", _format_counts(rec.suite_checks[key]))]
+    if rec is not None:
         rec.mark_known_failures(items)
         if not _is_worker(config):
             rec.warn_unmatched([i.nodeid for i in items])
@@ -363,12 +471,18 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         rec.finish()
 
 
-def levels(results: list[dict[str, Any]]) -> tuple[str, dict[str, dict[str, Any]]]:
+def levels(
+    results: list[dict[str, Any]], totals: dict[str, int] | None = None
+) -> tuple[str, dict[str, dict[str, Any]]]:
     """Per-capability and overall level (definitions in docs/conformance/reference.md).
 
     A known failure (``xfailed``) counts against the level like a failure: the backend does not meet
     the clause, even though the run passes. Capabilities the backend does not declare whose checks were
     all skipped do not count in the overall level (KIT-4).
+
+    ``totals`` are the suite's checks per capability (:func:`suite_totals`). When fewer ran — a
+    selection, ``-x``, a lost worker — or a declared capability had no check run, the overall level is
+    ``INCOMPLETE``, not a certification level (KIT-7); such capabilities are ``INCOMPLETE`` or ``not run``.
     """
     by_cap: dict[str, dict[str, Any]] = defaultdict(lambda: {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0})
     failed_clauses: dict[str, set[str]] = defaultdict(set)
@@ -408,7 +522,22 @@ def levels(results: list[dict[str, Any]]) -> tuple[str, dict[str, dict[str, Any]
         overall = "PARTIAL"
     else:
         overall = "NONE"
-    return overall, out
+    incomplete = False
+    for cap in sorted({*declared, *(k for k, n in (totals or {}).items() if n > 0)}):
+        if cap not in out:
+            incomplete = True
+            out[cap] = {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0, "level": NOT_RUN, "failed_clauses": []}
+    for cap, entry in out.items():
+        if totals is None:
+            continue
+        entry["checks_total"] = totals.get(cap, 0)
+        ran = entry["passed"] + entry["failed"] + entry["skipped"] + entry["xfailed"]
+        if 0 < ran < entry["checks_total"]:
+            incomplete = True
+            entry["level"] = INCOMPLETE
+    if incomplete:
+        overall = INCOMPLETE
+    return overall, dict(sorted(out.items()))
 
 
 _LEVEL_COLOUR: dict[str, dict[str, bool]] = {
@@ -416,7 +545,15 @@ _LEVEL_COLOUR: dict[str, dict[str, bool]] = {
     "BASE": {"cyan": True},
     "PARTIAL": {"yellow": True},
     "NONE": {"red": True},
+    INCOMPLETE: {"purple": True},
 }
+
+
+def overall_text(report: dict[str, Any]) -> str:
+    """The overall level as printed: a partial run says how much of the suite ran (KIT-7)."""
+    if report.get("partial"):
+        return f"{report['level']} ({report['checks_run']} of {report['checks_total']} checks run; not a certification)"
+    return str(report["level"])
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -432,15 +569,15 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             f"seed: {report['seed']}   overall level: "
         )
         # write, not write_line: write_line may start a new line first, splitting this one.
-        tr.write(report["level"], bold=True, **_LEVEL_COLOUR.get(report["level"], {}))
+        tr.write(overall_text(report), bold=True, **_LEVEL_COLOUR.get(report["level"], {}))
         tr.write("\n")
         tr.write_line(
-            f"  {'capability':<20}{'level':<9}{'passed':>7}{'failed':>7}{'known':>7}{'skipped':>8}  failed clauses"
+            f"  {'capability':<20}{'level':<12}{'passed':>7}{'failed':>7}{'known':>7}{'skipped':>8}  failed clauses"
         )
         for cap, c in report["capabilities"].items():
             # Only the level is coloured; pytest's writer drops colour off a terminal and under NO_COLOR.
             tr.write(f"  {cap:<20}")
-            tr.write(f"{c['level']:<9}", **_LEVEL_COLOUR.get(c["level"], {}))
+            tr.write(f"{c['level']:<12}", **_LEVEL_COLOUR.get(c["level"], {}))
             tr.write(
                 f"{c['passed']:>7}{c['failed']:>7}{c['xfailed']:>7}{c['skipped']:>8}  "
                 f"{', '.join(c['failed_clauses'])}".rstrip()
@@ -454,7 +591,7 @@ def markdown(report: dict[str, Any]) -> str:
     """A Markdown summary of one backend's report, for a README badge section."""
     lines = [
         f"**durable conformance {report['suite_version']}** — `{report['backend']}`: "
-        f"**{report['level']}** (seed {report['seed']})",
+        f"**{overall_text(report)}** (seed {report['seed']})",
         "",
         "| capability | level | passed | failed | known failures | skipped |",
         "|---|---|---|---|---|---|",
