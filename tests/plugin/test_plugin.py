@@ -300,12 +300,41 @@ def test_ini_twins_and_option_validation(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["durable: store sqlite:, seed 9 *"])
     for args, message in (
-        (["--durable-seed", "x"], "*--durable-seed 'x': expected an integer*"),
-        (["--durable-max-examples", "0"], "*--durable-max-examples '0': expected a positive*"),
+        (["--durable-seed", "x"], "*--durable-seed (ini durable_seed) = 'x': expected an integer*"),
+        (["--durable-max-examples", "0"], "*--durable-max-examples (ini durable_max_examples) = '0': expected a pos*"),
     ):
         bad = pytester.runpytest_subprocess(*args)
         assert bad.ret == pytest.ExitCode.USAGE_ERROR
         bad.stderr.fnmatch_lines([message])
+
+
+@pytest.mark.parametrize("name", ["durable_update_journals", "durable_re_execute"])
+@pytest.mark.parametrize("where", ["-o", "ini"])
+def test_a_bad_yes_no_value_is_one_usage_error_naming_the_option(
+    pytester: pytest.Pytester, name: str, where: str
+) -> None:
+    """PLG-7: a yes/no ini value is parsed when pytest configures, with the runtime's boolean spellings; a bad
+    one stops pytest with one line naming the option, the value and the accepted spellings (no test runs)."""
+    project(pytester, 'ctx.durable_execute(notify, "refund sent")')
+    args = ["-o", f"{name}=maybe"] if where == "-o" else []
+    if where == "ini":
+        pytester.makeini(f"[pytest]\n{name} = maybe\n")
+    bad = pytester.runpytest_subprocess(*args)
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    flag = "--" + name.replace("_", "-")
+    bad.stderr.fnmatch_lines([f"ERROR: {flag} (ini {name}) = 'maybe': expected a boolean (true/false, 1/0, yes/no, on/off)*"])
+    assert "Traceback" not in bad.stdout.str() + bad.stderr.str()
+    assert len((bad.stdout.str() + bad.stderr.str()).strip().splitlines()) <= 3
+    good = pytester.runpytest_subprocess("-o", f"{name}=Off")  # the runtime's spellings, any case
+    good.assert_outcomes(passed=2)
+
+
+def test_a_journal_dir_that_is_a_file_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    """PLG-7: --durable-journal-dir naming an existing file is refused when pytest configures."""
+    project(pytester, 'ctx.durable_execute(notify, "refund sent")')
+    bad = pytester.runpytest_subprocess("--durable-journal-dir", "agent_mod.py")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--durable-journal-dir (ini durable_journal_dir) = 'agent_mod.py': * is not a directory"])
 
 
 def test_junit_xml_carries_the_counts(pytester: pytest.Pytester) -> None:
