@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -265,6 +266,21 @@ def test_explore_failure_prints_the_marker_and_pinning_replays_it(pytester: pyte
     again.assert_outcomes(failed=1)
     again.stdout.fnmatch_lines(["*durable invariants violated after crashing at*"])
     assert "minimal failing crash schedule" not in again.stdout.str()  # it failed on the pinned one
+
+
+def test_the_summary_counts_the_crashes_explore_injects(pytester: pytest.Pytester) -> None:
+    """PLG-18: a test that only explores reports its crashes in the terminal summary and JUnit: every schedule
+    counted fired all its crashes, so there are at least as many crashes as schedules."""
+    pytester.makepyfile(agent_mod=AGENT.replace("{notify}", 'ctx.durable_execute(notify, "sent")'), test_user=EXPLORE)
+    pytester.syspathinsert(str(ROOT))
+    result = pytester.runpytest_subprocess("--durable-seed", "3", "--durable-max-examples", "12", "--junitxml=o.xml")
+    result.assert_outcomes(passed=1)
+    line = next(x for x in result.outlines if x.startswith("durable: ") and "crash schedules run" in x)
+    counts = {name: int(n) for n, name in re.findall(r"(\d+) (crash schedules run|crashes injected)", line)}
+    assert counts.get("crash schedules run") == 12, line
+    assert counts.get("crashes injected", 0) >= 12, line
+    xml = (pytester.path / "o.xml").read_text()
+    assert f'<property name="durable_crashes" value="{counts["crashes injected"]}"' in xml
 
 
 JOURNAL = """
