@@ -196,9 +196,7 @@ def inspect_store(
         for sk, k, seq, action, decode in scheme.inspect(parsed, timeout, namespace):
             view = StateView(k, seq, action, sk)
 
-            def state(
-                decode: Callable[[], tuple[ActionState, str]] = decode, view: StateView = view
-            ) -> ActionState:
+            def state(decode: Callable[[], tuple[ActionState, str]] = decode, view: StateView = view) -> ActionState:
                 decoded, view.format = _decoded(decode, scheme, view) if third_party else decode()
                 return decoded
 

@@ -93,12 +93,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     _addini(parser, "durable_re_execute", "sweeps re-execute instead of starting from snapshots (yes/no)", bool)
 
 
-def _addini(parser: pytest.Parser, name: str, help: str, native: type) -> None:
+def _addini(parser: pytest.Parser, name: str, help: str, native: type[bool] | type[int]) -> None:
     """An ini option read as its raw text (and, in a native TOML config, as its TOML value too), so that
     pytest_configure parses it with the runtime's own parser and a bad value is one usage error naming the
     option (PLG-7) instead of pytest's conversion error at every test's setup."""
+    union: Any = str | native  # text in an ini file or -o, the TOML value in a native [tool.pytest] table
     try:
-        parser.addini(name, help, type=str | native, default="")
+        parser.addini(name, help, type=union, default="")
     except (AssertionError, TypeError, ValueError):  # a pytest without union ini types (before 9)
         parser.addini(name, help, default="")
 

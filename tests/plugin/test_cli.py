@@ -312,7 +312,11 @@ def test_a_sqlite_file_that_is_not_a_database_is_one_line(
     before = victim.read_bytes()
     inputs = tmp_path / "in.jsonl"
     inputs.write_text('{"key": "k", "input": 1}\n')
-    argv = ["sweep", "tests.plugin.verdict_agents:NonIdempotent", "--inputs", str(inputs)] if command == "sweep" else ["certify"]
+    argv = (
+        ["sweep", "tests.plugin.verdict_agents:NonIdempotent", "--inputs", str(inputs)]
+        if command == "sweep"
+        else ["certify"]
+    )
     line = _one_line_error(*_run(capsys, *argv, "--store", f"sqlite:{victim}"))
     assert repr(f"sqlite:{victim}") in line and "is not a SQLite database" in line
     assert victim.read_bytes() == before

@@ -338,7 +338,9 @@ def test_a_bad_yes_no_value_is_one_usage_error_naming_the_option(
     bad = pytester.runpytest_subprocess(*args)
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     flag = "--" + name.replace("_", "-")
-    bad.stderr.fnmatch_lines([f"ERROR: {flag} (ini {name}) = 'maybe': expected a boolean (true/false, 1/0, yes/no, on/off)*"])
+    bad.stderr.fnmatch_lines(
+        [f"ERROR: {flag} (ini {name}) = 'maybe': expected a boolean (true/false, 1/0, yes/no, on/off)*"]
+    )
     assert "Traceback" not in bad.stdout.str() + bad.stderr.str()
     assert len((bad.stdout.str() + bad.stderr.str()).strip().splitlines()) <= 3
     good = pytester.runpytest_subprocess("-o", f"{name}=Off")  # the runtime's spellings, any case
@@ -350,7 +352,9 @@ def test_a_journal_dir_that_is_a_file_is_a_usage_error(pytester: pytest.Pytester
     project(pytester, 'ctx.durable_execute(notify, "refund sent")')
     bad = pytester.runpytest_subprocess("--durable-journal-dir", "agent_mod.py")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
-    bad.stderr.fnmatch_lines(["*--durable-journal-dir (ini durable_journal_dir) = 'agent_mod.py': * is not a directory"])
+    bad.stderr.fnmatch_lines(
+        ["*--durable-journal-dir (ini durable_journal_dir) = 'agent_mod.py': * is not a directory"]
+    )
 
 
 def test_junit_xml_carries_the_counts(pytester: pytest.Pytester) -> None:
