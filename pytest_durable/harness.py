@@ -382,6 +382,7 @@ class DurableHarness:
         switches = list(reconcilers)
         baseline, points = learn(agent, inputs, self._store_factory, self._ledger, **options)
         fired = [0]
+        injected = [0]  # every crash that fired, for the summary's "crashes injected" (PLG-18)
         failing: list[tuple[Scenario, str]] = []
 
         def one(scenario: Scenario) -> None:
@@ -389,6 +390,7 @@ class DurableHarness:
                 # Each example needs its own crash-free expectation, as the ledger counts per run.
                 learn(agent, inputs, self._store_factory, self._ledger, **options)
             result, injector = run_scenario(agent, inputs, self._store_factory, scenario, self._ledger, **options)
+            injected[0] += len(injector.fired)
             outcome = check(scenario, baseline, result, injector, self._ledger)
             if scenario.schedule and len(injector.fired) == len(scenario.schedule):
                 fired[0] += 1
@@ -433,7 +435,7 @@ class DurableHarness:
                 f"(or --durable-seed {self.seed})"
             ) from None
         finally:
-            self._count(scenarios=fired[0])
+            self._count(scenarios=fired[0], crashes=injected[0])
         return pinned_fired + fired[0]
 
     def _trace_after(

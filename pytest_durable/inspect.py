@@ -1,4 +1,4 @@
-"""``durable inspect URL``: print what a store holds, never writing to it (spec INS-1..INS-6).
+"""``durable inspect URL``: print what a store holds, never writing to it (spec INS-1..INS-7).
 
     durable inspect URL [--key KEY] [--json] [--namespace NS] [--timeout SECONDS]
 
@@ -21,12 +21,15 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reference_runtime.codecs import CloudpickleCodec, JavaStyleCodec
 from reference_runtime.errors import CorruptRecordError, DurableError, Location, PayloadDecodeError
 from reference_runtime.events import Event
 from reference_runtime.records import ActionState, CallResult
+
+if TYPE_CHECKING:
+    from reference_runtime.stores.scheme import StoreScheme
 
 _PREVIEW = 200
 
@@ -142,12 +145,41 @@ def state_view(view: StateView, decode: Callable[[], ActionState]) -> StateView:
 # -- stores -----------------------------------------------------------------------------------------------
 
 
+def _decoded(
+    decode: Callable[[], tuple[ActionState, str]], scheme: StoreScheme, view: StateView
+) -> tuple[ActionState, str]:
+    """A third-party scheme's ``decode()``: whatever it raises or returns other than ``(ActionState, format
+    name)`` makes this one record unreadable, reported on its line like any corrupt record (INS-4, INS-7)."""
+    where = Location(view.key, view.seq, view.action)
+    try:
+        result = decode()
+    except CorruptRecordError:
+        raise
+    except Exception as exc:
+        raise CorruptRecordError(
+            f"decode() of scheme {scheme.name!r} ({scheme.origin}) raised {type(exc).__name__}: {exc}", where
+        ) from None
+    if not (
+        isinstance(result, tuple)
+        and len(result) == 2
+        and isinstance(result[0], ActionState)
+        and isinstance(result[1], str)
+    ):
+        raise CorruptRecordError(
+            f"decode() of scheme {scheme.name!r} ({scheme.origin}) returned {type(result).__name__}, not "
+            "(ActionState, format name)",
+            where,
+        )
+    return result
+
+
 def inspect_store(
     url: str, *, key: str | None = None, namespace: str = "durable", timeout: float = 10.0
 ) -> list[StateView]:
     """Every state ``url`` holds (only business key ``key``'s when given), sorted by key, seq and action.
     The store is read by its scheme's ``inspect`` (spec STORE-19): built-in or registered, the same way."""
     from reference_runtime.stores import get_scheme, parse_store_url
+    from reference_runtime.stores.registry import BUILT_IN
     from reference_runtime.stores.urls import require_client
 
     parsed = parse_store_url(url)
@@ -158,15 +190,28 @@ def inspect_store(
             "inspect=)"
         )
     require_client(parsed)
+    third_party = scheme.origin != BUILT_IN
     views = []
-    for sk, k, seq, action, decode in scheme.inspect(parsed, timeout, namespace):
-        view = StateView(k, seq, action, sk)
+    try:
+        for sk, k, seq, action, decode in scheme.inspect(parsed, timeout, namespace):
+            view = StateView(k, seq, action, sk)
 
-        def state(decode: Callable[[], tuple[ActionState, str]] = decode, view: StateView = view) -> ActionState:
-            decoded, view.format = decode()
-            return decoded
+            def state(decode: Callable[[], tuple[ActionState, str]] = decode, view: StateView = view) -> ActionState:
+                decoded, view.format = _decoded(decode, scheme, view) if third_party else decode()
+                return decoded
 
-        views.append(state_view(view, state))
+            views.append(state_view(view, state))
+    except DurableError:
+        raise
+    except Exception as exc:
+        if not third_party:
+            raise  # a bug of the built-in readers shows its traceback
+        # A third-party reader is code we do not control: its failure is bad input, one line (INS-7).
+        raise InspectError(
+            f"store URL {url!r}: the reader of scheme {scheme.name!r} ({scheme.origin}) failed: "
+            f"{type(exc).__name__}: {exc} (a store plugin's inspect should raise StoreError for a store "
+            "it cannot read)"
+        ) from None
     if key is not None:
         views = [v for v in views if v.key == key]
     return sorted(views, key=lambda v: (v.key is None, v.key or "", v.seq or 0, v.action or "", v.state_key))

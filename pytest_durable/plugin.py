@@ -26,6 +26,9 @@ _STORE = pytest.StashKey[str]()
 _SEED = pytest.StashKey[int]()
 _MAX_EXAMPLES = pytest.StashKey[int]()
 _TOTALS = pytest.StashKey[dict[str, int]]()
+_UPDATE_JOURNALS = pytest.StashKey[bool]()
+_RE_EXECUTE = pytest.StashKey[bool]()
+_JOURNAL_ROOT = pytest.StashKey["Path | None"]()
 
 #: Where ``durable_clock`` starts virtual time.
 CLOCK_START = "2026-01-01T00:00:00+00:00"
@@ -83,13 +86,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "crash-free run (slower, same verdict; for debugging). ini: durable_re_execute",
     )
     parser.addini("durable_store", "store URL for the durable fixtures", default="memory:")
-    parser.addini("durable_seed", "seed for crash-schedule exploration", default="")
-    parser.addini("durable_max_examples", "crash schedules per durable.explore() call", default="100")
-    parser.addini("durable_update_journals", "write golden journals instead of comparing", type="bool", default=False)
+    _addini(parser, "durable_seed", "seed for crash-schedule exploration", int)
+    _addini(parser, "durable_max_examples", "crash schedules per durable.explore() call (default 100)", int)
+    _addini(parser, "durable_update_journals", "write golden journals instead of comparing (yes/no)", bool)
     parser.addini("durable_journal_dir", "directory of golden journals", default="")
-    parser.addini(
-        "durable_re_execute", "sweeps re-execute instead of starting from snapshots", type="bool", default=False
-    )
+    _addini(parser, "durable_re_execute", "sweeps re-execute instead of starting from snapshots (yes/no)", bool)
+
+
+def _addini(parser: pytest.Parser, name: str, help: str, native: type[bool] | type[int]) -> None:
+    """An ini option read as its raw text (and, in a native TOML config, as its TOML value too), so that
+    pytest_configure parses it with the runtime's own parser and a bad value is one usage error naming the
+    option (PLG-7) instead of pytest's conversion error at every test's setup."""
+    union: Any = str | native  # text in an ini file or -o, the TOML value in a native [tool.pytest] table
+    try:
+        parser.addini(name, help, type=union, default="")
+    except (AssertionError, TypeError, ValueError):  # a pytest without union ini types (before 9)
+        parser.addini(name, help, default="")
 
 
 def _option(config: pytest.Config, name: str) -> Any:
@@ -97,14 +109,49 @@ def _option(config: pytest.Config, name: str) -> Any:
     return config.getini(f"durable_{name}") if value is None else value
 
 
+def _names(name: str) -> str:
+    return f"--durable-{name.replace('_', '-')} (ini durable_{name})"
+
+
 def _positive_int(name: str, text: Any) -> int:
     try:
-        value = int(str(text))
+        value = int(str(text).strip())
     except ValueError:
-        raise pytest.UsageError(f"--durable-{name.replace('_', '-')} {text!r}: expected an integer") from None
+        raise pytest.UsageError(f"{_names(name)} = {text!r}: expected an integer") from None
     if value < 0 or (name == "max_examples" and value == 0):
-        raise pytest.UsageError(f"--durable-{name.replace('_', '-')} {text!r}: expected a positive integer")
+        raise pytest.UsageError(f"{_names(name)} = {text!r}: expected a positive integer")
     return value
+
+
+def _flag(config: pytest.Config, name: str) -> bool:
+    """A yes/no option, parsed once by the runtime's one boolean parser so the plugin accepts the same
+    spellings as runner config (PLG-7). Unset costs no import of the runtime (PLG-4)."""
+    value = _option(config, name)
+    if value is None or value is False or value is True:
+        return bool(value)
+    if not str(value).strip():
+        return False
+    from reference_runtime.config import parse_bool
+    from reference_runtime.errors import ConfigError
+
+    try:
+        return parse_bool(value, f"durable_{name}")
+    except ConfigError as exc:
+        raise pytest.UsageError(
+            f"{_names(name)} = {value!r}: expected {exc.expected}; the flag --durable-{name.replace('_', '-')} "
+            "alone turns it on"
+        ) from None
+
+
+def _journal_root(config: pytest.Config) -> Path | None:
+    configured = str(_option(config, "journal_dir") or "").strip()
+    if not configured:
+        return None
+    base = Path(configured)
+    base = base if base.is_absolute() else config.rootpath / base
+    if base.exists() and not base.is_dir():
+        raise pytest.UsageError(f"{_names('journal_dir')} = {configured!r}: {base} is not a directory")
+    return base
 
 
 def _checked_store(url: str, *, probe: bool) -> str:
@@ -142,7 +189,12 @@ def pytest_configure(config: pytest.Config) -> None:
     else:
         seed = random.Random().randrange(2**32)
     config.stash[_SEED] = seed
-    config.stash[_MAX_EXAMPLES] = _positive_int("max_examples", _option(config, "max_examples"))
+    max_examples = _option(config, "max_examples")
+    config.stash[_MAX_EXAMPLES] = 100 if max_examples in (None, "") else _positive_int("max_examples", max_examples)
+    # Every option is parsed here, once: a bad value stops pytest before any test runs (PLG-7).
+    config.stash[_UPDATE_JOURNALS] = _flag(config, "update_journals")
+    config.stash[_RE_EXECUTE] = _flag(config, "re_execute")
+    config.stash[_JOURNAL_ROOT] = _journal_root(config)
     config.stash[_TOTALS] = {}
     config.pluginmanager.register(_Totals(config.stash[_TOTALS]), "durable-totals")
     config.addinivalue_line(
@@ -246,10 +298,8 @@ def durable_point(request: pytest.FixtureRequest) -> CrashAt | None:
 
 
 def _journal_dir(config: pytest.Config, node_path: Path) -> Path:
-    configured = str(_option(config, "journal_dir") or "")
-    if configured:
-        base = Path(configured)
-        base = base if base.is_absolute() else config.rootpath / base
+    base = config.stash[_JOURNAL_ROOT]
+    if base is not None:
         return base / node_path.stem
     return node_path.parent / "durable_journals" / node_path.stem
 
@@ -276,12 +326,12 @@ def durable(
         stats=stats,
         journal_dir=_journal_dir(config, request.node.path),
         test_name=request.node.name,
-        update_journals=bool(_option(config, "update_journals")),
+        update_journals=config.stash[_UPDATE_JOURNALS],
         pinned=pinned,
         seed=config.stash[_SEED],
         max_examples=config.stash[_MAX_EXAMPLES],
         sweep=(sweep.args, dict(sweep.kwargs), durable_point) if sweep is not None else None,
-        re_execute=bool(_option(config, "re_execute")),
+        re_execute=config.stash[_RE_EXECUTE],
     )
     try:
         yield harness

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -53,7 +54,11 @@ def test_tutorial_fixed_agent_is_green(pytester: pytest.Pytester, monkeypatch: p
     """PLG-1: after both fixes every crash point, the determinism check and the schedules pass."""
     result = _tutorial(pytester, monkeypatch, "refund_fixed")
     result.assert_outcomes(passed=12)
-    result.stdout.fnmatch_lines(["durable: 9 fault points swept, * crash schedules run, 9 crashes injected*"])
+    result.stdout.fnmatch_lines(["durable: 9 fault points swept, * crash schedules run, * crashes injected*"])
+    line = next(x for x in result.outlines if x.startswith("durable: 9 fault points swept"))
+    schedules, crashes = (int(re.search(rf"(\d+) {what}", line).group(1)) for what in ("crash schedules", "crashes"))
+    # One crash per swept point, and at least one per explored schedule, every one of which fired (PLG-18).
+    assert crashes >= 9 + schedules, line
 
 
 def test_refund_example_crashes_between_its_two_calls_and_books_one_refund() -> None:

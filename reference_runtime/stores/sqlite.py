@@ -287,13 +287,30 @@ def parse_sqlite_url(url: str) -> StoreUrl:
     return StoreUrl(url, "sqlite", path=path[2:] if path.startswith("//") else path)
 
 
+#: The first bytes of every SQLite database file.
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
 def check_sqlite_url(parsed: StoreUrl) -> None:
-    """Refuse a path that is a directory, or whose directory does not exist, before anything is created."""
+    """Refuse, before anything is created or written, a path that is a directory, whose directory does not
+    exist, or that is a file other than a SQLite database (an empty file is fine: SQLite makes it one).
+    The file is only read (CLI-4)."""
     if not parsed.path:
         return
     path = Path(parsed.path)
     if path.is_dir():
         raise StoreError(f"store URL {parsed.text!r}: {path} is a directory; sqlite:PATH names one database file")
+    if path.exists():
+        try:
+            with path.open("rb") as file:
+                head = file.read(len(SQLITE_HEADER))
+        except OSError as exc:
+            raise StoreError(f"store URL {parsed.text!r}: cannot read {path}: {exc.strerror or exc}") from None
+        if head and head != SQLITE_HEADER:
+            raise StoreError(
+                f"store URL {parsed.text!r}: {path} is not a SQLite database; name a new file or an existing "
+                "database (the file was left as it is)"
+            )
     if not path.parent.is_dir():
         # A mistyped path must not leave a tree of new directories and an empty database behind.
         raise StoreError(

@@ -301,6 +301,60 @@ def test_a_sqlite_path_in_a_missing_directory_is_one_line(tmp_path: Path, capsys
     assert not (tmp_path / "no").exists()
 
 
+@pytest.mark.parametrize("command", ["certify", "sweep"])
+def test_a_sqlite_file_that_is_not_a_database_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """CLI-4: `sqlite:FILE` naming an existing file that is not a SQLite database (here a Python module) is
+    refused before anything runs, as one line naming the URL; the file is left byte for byte as it was."""
+    victim = tmp_path / "notify_agent.py"
+    victim.write_text("def notify(text):\n    return text\n")
+    before = victim.read_bytes()
+    inputs = tmp_path / "in.jsonl"
+    inputs.write_text('{"key": "k", "input": 1}\n')
+    argv = (
+        ["sweep", "tests.plugin.verdict_agents:NonIdempotent", "--inputs", str(inputs)]
+        if command == "sweep"
+        else ["certify"]
+    )
+    line = _one_line_error(*_run(capsys, *argv, "--store", f"sqlite:{victim}"))
+    assert repr(f"sqlite:{victim}") in line and "is not a SQLite database" in line
+    assert victim.read_bytes() == before
+
+
+def test_an_empty_file_or_an_existing_database_passes_the_sqlite_check(tmp_path: Path) -> None:
+    """CLI-4: an empty file (SQLite makes it a database) and a real database are accepted; a directory is not."""
+    import sqlite3
+
+    from reference_runtime.errors import StoreError
+    from reference_runtime.stores import check_store
+
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    real = tmp_path / "real.db"
+    sqlite3.connect(real).execute("CREATE TABLE t (x)").connection.close()
+    for ok in (empty, real, tmp_path / "new.db"):
+        assert check_store(f"sqlite:{ok}").path == str(ok)
+    with pytest.raises(StoreError, match="is a directory"):
+        check_store(f"sqlite:{tmp_path}")
+    short = tmp_path / "short.db"
+    short.write_bytes(b"SQLite")  # a prefix of the header is not a database either
+    with pytest.raises(StoreError, match="is not a SQLite database"):
+        check_store(f"sqlite:{short}")
+
+
+def test_the_plugin_refuses_a_sqlite_file_that_is_not_a_database(pytester: pytest.Pytester) -> None:
+    """CLI-4: `pytest --durable-store sqlite:FILE` on a non-database file is one usage error before any test
+    runs, and the file is not modified."""
+    pytester.makepyfile(notify_agent="def notify(text):\n    return text\n", test_x="def test_x(durable):\n    pass\n")
+    before = (pytester.path / "notify_agent.py").read_bytes()
+    result = pytester.runpytest_subprocess("--durable-store", "sqlite:notify_agent.py")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --durable-store *'sqlite:notify_agent.py'*is not a SQLite database*"])
+    assert "Traceback" not in result.stderr.str() and "test_x" not in result.stdout.str()
+    assert (pytester.path / "notify_agent.py").read_bytes() == before
+
+
 def test_output_piped_to_a_reader_that_stops_early_is_no_traceback(tmp_path: Path) -> None:
     """CLI-3: output to a pipe whose reader has gone (`durable --help | head -1`) ends quietly with status
     0, without a BrokenPipeError traceback."""

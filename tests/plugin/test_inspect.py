@@ -212,3 +212,58 @@ def test_captured_real_records_decode_through_inspect(tansu: str, capsys: pytest
     assert "memory     n = 2" in out
     code, out, _ = run(capsys, f"kafka://{tansu}/{topic}?format=flink-agents", "--json")
     assert [s["seq"] for s in json.loads(out)] == [0, 1, 0]
+
+
+def _pfile_reader(parsed: Any, timeout: float, namespace: str) -> Any:
+    """A third-party reader as a plugin author might write it: it opens the file without checking it."""
+    with open(parsed.path, "rb") as file:  # FileNotFoundError for a missing file
+        rows = pickle.load(file)
+    for key, mode in rows:
+
+        def decode(mode: str = mode) -> Any:
+            if mode == "raise":
+                raise KeyError("no such column")
+            if mode == "wrong":
+                return "not a state"
+            return ActionState(), "pfile-v1"
+
+        yield f"{key}/0/act", key, 0, "act", decode
+
+
+@pytest.fixture
+def pfile() -> Any:
+    from reference_runtime.stores import StoreScheme, register_scheme, unregister_scheme
+    from reference_runtime.stores.memory import InMemoryStore
+
+    register_scheme(StoreScheme("pfile", "pfile:PATH", open=lambda p, t: InMemoryStore(), inspect=_pfile_reader))
+    yield
+    unregister_scheme("pfile")
+
+
+def test_a_third_party_reader_that_raises_is_one_line_naming_scheme_and_origin(
+    pfile: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """INS-7: whatever a third-party scheme's reader raises is one line naming the URL, the scheme and its
+    origin, with status 2 and no traceback."""
+    code, out, err = run(capsys, "pfile:nothere.pickle")
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert "'pfile:nothere.pickle'" in err and "scheme 'pfile' (registered in this process)" in err
+    assert "FileNotFoundError" in err
+    garbage = tmp_path / "garbage.pickle"
+    garbage.write_bytes(b"\x00not a pickle")
+    code, out, err = run(capsys, f"pfile:{garbage}")
+    assert code == 2 and len(err.splitlines()) == 1 and "UnpicklingError" in err and "Traceback" not in err
+
+
+def test_a_third_party_decode_that_fails_marks_only_its_record(
+    pfile: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """INS-4, INS-7: a third-party decode() that raises or returns something other than (ActionState, format
+    name) makes its own record unreadable, on its line with its location; the others are shown; status 1."""
+    rows = tmp_path / "rows.pickle"
+    rows.write_bytes(pickle.dumps([("good", "ok"), ("bad", "raise"), ("odd", "wrong")]))
+    code, out, err = run(capsys, f"pfile:{rows}")
+    assert code == 1 and "Traceback" not in out + err
+    assert "key 'good'  seq 0  action act  in progress  [pfile-v1]" in out
+    assert "decode() of scheme 'pfile' (registered in this process) raised KeyError" in out
+    assert "returned str, not (ActionState, format name)" in out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -267,6 +268,21 @@ def test_explore_failure_prints_the_marker_and_pinning_replays_it(pytester: pyte
     assert "minimal failing crash schedule" not in again.stdout.str()  # it failed on the pinned one
 
 
+def test_the_summary_counts_the_crashes_explore_injects(pytester: pytest.Pytester) -> None:
+    """PLG-18: a test that only explores reports its crashes in the terminal summary and JUnit: every schedule
+    counted fired all its crashes, so there are at least as many crashes as schedules."""
+    pytester.makepyfile(agent_mod=AGENT.replace("{notify}", 'ctx.durable_execute(notify, "sent")'), test_user=EXPLORE)
+    pytester.syspathinsert(str(ROOT))
+    result = pytester.runpytest_subprocess("--durable-seed", "3", "--durable-max-examples", "12", "--junitxml=o.xml")
+    result.assert_outcomes(passed=1)
+    line = next(x for x in result.outlines if x.startswith("durable: ") and "crash schedules run" in x)
+    counts = {name: int(n) for n, name in re.findall(r"(\d+) (crash schedules run|crashes injected)", line)}
+    assert counts.get("crash schedules run") == 12, line
+    assert counts.get("crashes injected", 0) >= 12, line
+    xml = (pytester.path / "o.xml").read_text()
+    assert f'<property name="durable_crashes" value="{counts["crashes injected"]}"' in xml
+
+
 JOURNAL = """
 from agent_mod import Refund
 
@@ -300,12 +316,45 @@ def test_ini_twins_and_option_validation(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["durable: store sqlite:, seed 9 *"])
     for args, message in (
-        (["--durable-seed", "x"], "*--durable-seed 'x': expected an integer*"),
-        (["--durable-max-examples", "0"], "*--durable-max-examples '0': expected a positive*"),
+        (["--durable-seed", "x"], "*--durable-seed (ini durable_seed) = 'x': expected an integer*"),
+        (["--durable-max-examples", "0"], "*--durable-max-examples (ini durable_max_examples) = '0': expected a pos*"),
     ):
         bad = pytester.runpytest_subprocess(*args)
         assert bad.ret == pytest.ExitCode.USAGE_ERROR
         bad.stderr.fnmatch_lines([message])
+
+
+@pytest.mark.parametrize("name", ["durable_update_journals", "durable_re_execute"])
+@pytest.mark.parametrize("where", ["-o", "ini"])
+def test_a_bad_yes_no_value_is_one_usage_error_naming_the_option(
+    pytester: pytest.Pytester, name: str, where: str
+) -> None:
+    """PLG-7: a yes/no ini value is parsed when pytest configures, with the runtime's boolean spellings; a bad
+    one stops pytest with one line naming the option, the value and the accepted spellings (no test runs)."""
+    project(pytester, 'ctx.durable_execute(notify, "refund sent")')
+    args = ["-o", f"{name}=maybe"] if where == "-o" else []
+    if where == "ini":
+        pytester.makeini(f"[pytest]\n{name} = maybe\n")
+    bad = pytester.runpytest_subprocess(*args)
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    flag = "--" + name.replace("_", "-")
+    bad.stderr.fnmatch_lines(
+        [f"ERROR: {flag} (ini {name}) = 'maybe': expected a boolean (true/false, 1/0, yes/no, on/off)*"]
+    )
+    assert "Traceback" not in bad.stdout.str() + bad.stderr.str()
+    assert len((bad.stdout.str() + bad.stderr.str()).strip().splitlines()) <= 3
+    good = pytester.runpytest_subprocess("-o", f"{name}=Off")  # the runtime's spellings, any case
+    good.assert_outcomes(passed=2)
+
+
+def test_a_journal_dir_that_is_a_file_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    """PLG-7: --durable-journal-dir naming an existing file is refused when pytest configures."""
+    project(pytester, 'ctx.durable_execute(notify, "refund sent")')
+    bad = pytester.runpytest_subprocess("--durable-journal-dir", "agent_mod.py")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(
+        ["*--durable-journal-dir (ini durable_journal_dir) = 'agent_mod.py': * is not a directory"]
+    )
 
 
 def test_junit_xml_carries_the_counts(pytester: pytest.Pytester) -> None:
