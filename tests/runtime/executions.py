@@ -10,6 +10,7 @@ from reference_runtime.codecs import CloudpickleCodec
 from reference_runtime.durable import ActionExecution, MismatchMode
 from reference_runtime.records import ActionRef, ActionState, StateRef
 from reference_runtime.stores.base import ActionStateStore
+from reference_runtime.stores.memory import InMemoryStore
 
 #: Key ``user-1``, seq 4, action ``work``: where every call-level test's records live.
 REF = StateRef("user-1", 4, ActionRef("work", "m", "A.work", ("_input_event",)), InputEvent("x"), "sk")
@@ -37,3 +38,9 @@ def stored(store: ActionStateStore, ref: StateRef = REF) -> list[CallResult]:
     state = store.get(ref)
     assert state is not None
     return state.call_results
+
+
+def only_entry_calls(store: InMemoryStore) -> list[CallResult]:
+    """The call records of the one action state a memory store holds (a runner's run of one input)."""
+    (entry,) = store._entries.values()
+    return list(entry.calls)

@@ -34,6 +34,8 @@ from reference_runtime.records import ActionRef, ActionState, CallResult, CallSt
 from reference_runtime.retry import Backoff, RetryPolicy
 from reference_runtime.stores.memory import InMemoryStore
 
+from .executions import only_entry_calls
+
 #: Attempt numbers seen per (call index, argument), across every execution attempt of a test.
 ATTEMPTS: dict[tuple[int, int], list[int]] = {}
 #: Statuses of the calling slot's record, as the function saw them during each attempt.
@@ -78,11 +80,6 @@ def _reset() -> None:
     STORE.clear()
 
 
-def stored(store: InMemoryStore) -> list[CallResult]:
-    (entry,) = store._entries.values()
-    return list(entry.calls)
-
-
 # -- BAT-7: DurableCall(retry=...) ---------------------------------------------------------------------
 
 
@@ -116,7 +113,7 @@ def test_a_batch_call_retries_inside_its_slot_and_records_only_the_final_outcome
     assert ATTEMPTS[(1, 2)] == [1, 2, 3]
     assert clock.sleeps == [1.0, 2.0]
     assert SEEN_STATUS == [CallStatus.PENDING] * 3, "no attempt is recorded before the last one finishes"
-    records = stored(store)
+    records = only_entry_calls(store)
     assert [r.status for r in records] == [CallStatus.SUCCEEDED] * 3
     assert records[1].args_digest == args_digest((2,), {})
     runner.fail_over()
@@ -213,7 +210,7 @@ def test_a_crash_inside_a_slots_work_stops_the_batch_before_the_next_slot_starts
     with pytest.raises(SimulatedCrash):
         runner.process()
     assert ATTEMPTS == {(0, 1): [1], (1, 2): [1]}, "slot 2 started after the process died"
-    assert [r.status for r in stored(store)] == [CallStatus.SUCCEEDED, CallStatus.PENDING, CallStatus.PENDING]
+    assert [r.status for r in only_entry_calls(store)] == [CallStatus.SUCCEEDED, CallStatus.PENDING, CallStatus.PENDING]
 
 
 @pytest.mark.parametrize("phase", [Phase.AFTER_PENDING, Phase.AFTER_EFFECT, Phase.AFTER_RECORD])
@@ -279,7 +276,7 @@ def test_the_batch_deadline_covers_every_attempt_of_a_retried_call() -> None:
     assert ATTEMPTS[(0, 2)] == [1, 2, 3], "the attempts ran (1 s + 2 s of backoff)"
     assert isinstance(seen[0].error, BatchTimeoutError) and "within 2500 ms" in str(seen[0].error)
     assert isinstance(seen[1].error, BatchTimeoutError) and (1, 3) not in ATTEMPTS
-    assert [r.status for r in stored(store)] == [CallStatus.FAILED, CallStatus.PENDING]
+    assert [r.status for r in only_entry_calls(store)] == [CallStatus.FAILED, CallStatus.PENDING]
 
 
 # -- DE-18: retry= on every path, validated before anything runs ----------------------------------------
@@ -408,7 +405,7 @@ def test_open_slot_plans_each_kind_of_record_and_reserve_takes_only_consecutive_
     # Finalized out of order, each lands at its own index (BAT-4); the index is the driver's to advance.
     ex.finalize(after, ex.run(after))
     ex.finalize(fresh, ex.run(fresh))
-    assert [r.status for r in stored(store)[3:]] == [CallStatus.SUCCEEDED] * 2
+    assert [r.status for r in only_entry_calls(store)[3:]] == [CallStatus.SUCCEEDED] * 2
     assert ex.index == 0
     labels = [p.label() for p in ex.injector.trace]  # type: ignore[union-attr]
     assert labels == [f"call{i}:before-call" for i in range(5)] + [
@@ -477,7 +474,7 @@ class RecordsAtCompletion(FaultInjector):
 
     def reach(self, point: FaultPoint) -> None:
         if point.phase is Phase.BEFORE_COMPLETE and self.store is not None:
-            self.records = stored(self.store)
+            self.records = only_entry_calls(self.store)
         super().reach(point)
 
 

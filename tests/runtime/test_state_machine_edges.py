@@ -41,7 +41,7 @@ from reference_runtime.records import ActionState
 from reference_runtime.stores.memory import InMemoryStore
 
 from . import agents
-from .executions import REF, execution, stored
+from .executions import REF, execution, only_entry_calls, stored
 
 SETTINGS = parse_settings({})
 
@@ -50,11 +50,6 @@ SETTINGS = parse_settings({})
 def _reset() -> None:
     agents.reset()
     RECONCILED.clear()
-
-
-def only_entry_calls(store: InMemoryStore) -> list[CallResult]:
-    (entry,) = store._entries.values()
-    return list(entry.calls)
 
 
 # -- BAT-4: a durable call after a batch takes the index after the batch's last slot ----------------------
