@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -265,12 +266,17 @@ def full_floor(tmp: Path, shape: tuple[str, int], spin: float, rounds: int = 8, 
     if not seeded.exists():
         _seed(seeded, 100, 100 + TIMED + 1)
     out: dict[str, list[float]] = {"fdatasync": [], "in place": [], "raw": [], "raw+cpu": [], "ours": []}
-    for _ in range(rounds):
-        out["fdatasync"] += fdatasync_probe(tmp, n)
-        out["in place"] += fdatasync_probe(tmp, n, in_place=True)
-        out["raw"] += raw_sqlite(tmp, 100, "FULL", shape, n).per_call
-        out["raw+cpu"] += raw_sqlite(tmp, 100, "FULL", shape, n, spin=spin).per_call
-        out["ours"] += sqlite_after(tmp, 100, "FULL", timed=n, seeded=seeded).per_call
+    runs: list[tuple[str, Callable[[], list[float]]]] = [
+        ("fdatasync", lambda: fdatasync_probe(tmp, n)),
+        ("in place", lambda: fdatasync_probe(tmp, n, in_place=True)),
+        ("raw", lambda: raw_sqlite(tmp, 100, "FULL", shape, n).per_call),
+        ("raw+cpu", lambda: raw_sqlite(tmp, 100, "FULL", shape, n, spin=spin).per_call),
+        ("ours", lambda: sqlite_after(tmp, 100, "FULL", timed=n, seeded=seeded).per_call),
+    ]
+    for r in range(rounds):
+        # Every other round in reverse, so none of them always runs right after the disk was busiest.
+        for name, run in runs if r % 2 == 0 else reversed(runs):
+            out[name] += run()
     return out
 
 
