@@ -25,6 +25,8 @@ from reference_runtime.clock import RESTART_SECONDS, VirtualClock
 from reference_runtime.retry import Backoff, RetryPolicy
 from reference_runtime.stores.memory import InMemoryStore
 
+from .crashing_clock import CrashingBackoffClock
+
 ATTEMPTS: list[int] = []
 FAILURES = {"left": 0}
 
@@ -204,21 +206,6 @@ def test_failed_commit_aborts_with_the_prepared_value() -> None:
 
 
 # -- retry semantics under crashes, validation, large attempt numbers ----------------------------------
-
-
-class CrashingBackoffClock(VirtualClock):
-    """Crashes the process during the n-th backoff sleep (a crash between two attempts)."""
-
-    def __init__(self, crash_on_sleep: int) -> None:
-        super().__init__()
-        self.crash_on_sleep = crash_on_sleep
-
-    def sleep(self, seconds: float) -> None:
-        super().sleep(seconds)
-        if len(self.sleeps) == self.crash_on_sleep:
-            from reference_runtime.faults import FaultPoint, SimulatedCrash
-
-            raise SimulatedCrash(FaultPoint(Phase.AFTER_EFFECT, "k", 0, "work", 0))
 
 
 def test_attempts_are_not_durable_a_crash_during_backoff_restarts_at_attempt_1() -> None:

@@ -34,6 +34,7 @@ from reference_runtime.records import ActionRef, ActionState, CallResult, CallSt
 from reference_runtime.retry import Backoff, RetryPolicy
 from reference_runtime.stores.memory import InMemoryStore
 
+from .crashing_clock import CrashingBackoffClock
 from .executions import only_entry_calls
 
 #: Attempt numbers seen per (call index, argument), across every execution attempt of a test.
@@ -158,24 +159,11 @@ def test_a_batch_retry_on_other_exceptions_is_not_retried() -> None:
     assert clock.sleeps == []
 
 
-class CrashingBackoffClock(VirtualClock):
-    """Crashes the process during its n-th backoff sleep: between two attempts of a retried call."""
-
-    def __init__(self, crash_on_sleep: int) -> None:
-        super().__init__()
-        self.crash_on_sleep = crash_on_sleep
-
-    def sleep(self, seconds: float) -> None:
-        super().sleep(seconds)
-        if len(self.sleeps) == self.crash_on_sleep:
-            raise SimulatedCrash(FaultPoint(Phase.AFTER_EFFECT, "k", 0, "work", 1))
-
-
 def test_a_crash_between_attempts_of_a_batch_call_restarts_its_retries_at_attempt_1() -> None:
     """BAT-7, RETRY-5: a crash during the backoff of slot 1 leaves it PENDING with nothing recorded;
     recovery replays slot 0 and re-runs slot 1 from attempt 1, then slot 2; each outcome is recorded once."""
     store = InMemoryStore()
-    result = Runner(RetriedBatch, store, clock=CrashingBackoffClock(crash_on_sleep=2)).run([("k", 2)])
+    result = Runner(RetriedBatch, store, clock=CrashingBackoffClock(crash_on_sleep=2, index=1)).run([("k", 2)])
     assert result.failovers == 1
     assert ATTEMPTS[(1, 2)] == [1, 2, 1, 2, 3]
     assert ATTEMPTS[(0, 1)] == [1], "slot 0 was finalized before the crash: it replays"
