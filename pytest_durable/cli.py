@@ -8,9 +8,12 @@ line on stderr naming the input and the fix, and exits with status 2 before anyt
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -113,7 +116,7 @@ def _sweep(argv: list[str]) -> int:
 
     url = checked_url(args.store, "--store")
     ledger = Ledger() if args.effect else None
-    with declared(ledger or Ledger(), args.effect):
+    with declared(ledger or Ledger(), args.effect), _runtime_logs_silenced():
         stores = make_store_factory(url)
         try:
             outcomes = sweep(agent, inputs, stores, ledger, re_execute=args.re_execute)
@@ -133,6 +136,24 @@ def _sweep(argv: list[str]) -> int:
         for line in start_summary(outcomes):
             print(line)
     return 0 if verdict.ok else 1
+
+
+@contextlib.contextmanager
+def _runtime_logs_silenced() -> Iterator[None]:
+    """The runtime logs what it recovers from (a non-deterministic call it truncates and re-executes, DE-7) as it
+    would in production. In a sweep every such recovery is provoked on purpose and the matrix reports what
+    came of it (the REC-3/REC-6 lines of its fault point), so its records stay out of the terminal,
+    where logging's last-resort handler would print them unformatted above the matrix."""
+    runtime = logging.getLogger("reference_runtime")
+    quiet = logging.NullHandler()
+    propagate = runtime.propagate
+    runtime.addHandler(quiet)
+    runtime.propagate = False
+    try:
+        yield
+    finally:
+        runtime.removeHandler(quiet)
+        runtime.propagate = propagate
 
 
 def _print_matrix(verdict: Verdict) -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -371,3 +372,18 @@ def test_output_piped_to_a_reader_that_stops_early_is_no_traceback(tmp_path: Pat
         timeout=120,
     )
     assert done.returncode == 0 and "BrokenPipe" not in done.stderr, done.stderr
+
+
+def test_sweep_keeps_runtime_log_records_out_of_the_terminal(tmp_path: Path) -> None:
+    """CLI-1, DE-7: the tutorial's buggy agent makes the runtime log a non-deterministic call on every
+    recovery; `durable sweep` reports what came of it per fault point, and prints no raw log record."""
+    inputs = tmp_path / "refunds.jsonl"
+    inputs.write_text(json.dumps({"key": "alice", "input": {"order": "A-1", "amount": 30}}) + "\n")
+    done = _durable_subprocess(
+        tmp_path, "sweep", "examples.buggy_refund.refund_buggy:RefundAgent", "--inputs", str(inputs)
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.startswith("fault point "), done.stdout[:300]
+    assert done.stdout.splitlines()[-1].endswith("UNSAFE")
+    assert "Non-deterministic call detected" not in done.stdout + done.stderr, done.stderr
+    assert done.stderr == ""
