@@ -156,15 +156,27 @@ def _runtime_logs_silenced() -> Iterator[None]:
         runtime.propagate = propagate
 
 
+RECORDED_RERUN = "recorded re-run (REC-3)"
+UNRECORDED_RERUN = "unrecorded re-run (DE-6)"
+DUPLICATE_OUTPUTS = "duplicate outputs (REC-4)"
+
+
 def _print_matrix(verdict: Verdict) -> None:
-    """One line per fault point with its violations, then what was not checked, then the summary."""
+    """One line per fault point with its violations, then what was not checked, then the summary.
+
+    Each count means one thing: ``recorded re-run (REC-3)`` counts calls with a persisted record that
+    executed again (``PointOutcome.re_executed``, each a violation), ``unrecorded re-run (DE-6)`` calls that
+    ran again with no record and no reconciler (``PointOutcome.repeated``: allowed, a duplicate only for a
+    declared effect), ``duplicate outputs (REC-4)`` actions that emitted their outputs again
+    (``PointOutcome.duplicates``). A duplicated declared effect (PLG-3) is one of the violation lines."""
     outcomes = verdict.outcomes
     width = max((len(o.point.describe()) for o in outcomes), default=10)
-    print(f"{'fault point':<{width}}  outcome  re-executed  duplicates")
+    print(f"{'fault point':<{width}}  outcome  {RECORDED_RERUN}  {UNRECORDED_RERUN}  {DUPLICATE_OUTPUTS}")
+    recorded, unrecorded, outputs = len(RECORDED_RERUN), len(UNRECORDED_RERUN), len(DUPLICATE_OUTPUTS)
     for o in outcomes:
         print(
             f"{o.point.describe():<{width}}  {'ok' if o.ok else 'FAIL':<7}  "
-            f"{len(o.re_executed + o.repeated):>11}  {len(o.duplicates):>10}"
+            f"{len(o.re_executed):>{recorded}}  {len(o.repeated):>{unrecorded}}  {len(o.duplicates):>{outputs}}"
         )
         for v in o.violations:
             print(f"    {v}")

@@ -387,3 +387,23 @@ def test_sweep_keeps_runtime_log_records_out_of_the_terminal(tmp_path: Path) -> 
     assert done.stdout.splitlines()[-1].endswith("UNSAFE")
     assert "Non-deterministic call detected" not in done.stdout + done.stderr, done.stderr
     assert done.stderr == ""
+
+
+def test_sweep_matrix_counts_recorded_and_unrecorded_re_runs_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """REC-3, DE-6, CLI-1: each count of the `durable sweep` matrix means one thing. The tutorial's fixed
+    agent re-runs its unrecorded refund after a crash between effect and record (DE-6, allowed): that
+    point is `ok` with 0 recorded re-runs (REC-3) and 1 unrecorded re-run, not one mixed count."""
+    inputs = tmp_path / "refunds.jsonl"
+    inputs.write_text(json.dumps({"key": "alice", "input": {"order": "A-1", "amount": 30}}) + "\n")
+    code, out, _ = _run(capsys, "sweep", "examples.buggy_refund.refund_fixed:RefundAgent", "--inputs", str(inputs))
+    assert code == 0, out
+    header, *rows = out.splitlines()
+    assert header.split("  outcome  ")[1].split("  ") == [
+        "recorded re-run (REC-3)",
+        "unrecorded re-run (DE-6)",
+        "duplicate outputs (REC-4)",
+    ], header
+    after_effect = [r for r in rows if r.startswith("after-effect ") and "issue_refund" in r]
+    assert [r.split()[-4:] for r in after_effect] == [["ok", "0", "1", "0"]], rows
