@@ -86,7 +86,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="durable certify", description=(__doc__ or "").splitlines()[0])
+    parser = _Parser(
+        prog="durable certify",
+        description="run the conformance kit against a store or runner and print the level table",
+    )
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--store", metavar="URL", help="store URL (memory:, sqlite:FILE, redis://…, kafka://…)")
     which.add_argument(

@@ -407,3 +407,22 @@ def test_sweep_matrix_counts_recorded_and_unrecorded_re_runs_apart(
     ], header
     after_effect = [r for r in rows if r.startswith("after-effect ") and "issue_refund" in r]
     assert [r.split()[-4:] for r in after_effect] == [["ok", "0", "1", "0"]], rows
+
+
+def test_bare_durable_prints_its_usage_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    """CLI-3: `durable` without a command is a usage error: the usage goes to stderr, with status 2, and
+    stdout stays empty; `durable --help` asked for it, so it goes to stdout with status 0."""
+    code, out, err = _run(capsys)
+    assert (code, out) == (2, "") and err.startswith("usage: durable "), (out, err)
+    code, out, err = _run(capsys, "--help")
+    assert (code, err) == (0, "") and out.startswith("usage: durable ")
+
+
+@pytest.mark.parametrize("command", ["certify", "sweep", "inspect"])
+def test_command_help_is_plain_text(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """CLI-5: each command's `--help` is plain text, without the reStructuredText markup of docstrings."""
+    with pytest.raises(SystemExit) as exited:
+        durable([command, "--help"])
+    out = capsys.readouterr().out
+    assert exited.value.code == 0 and out.startswith(f"usage: durable {command}")
+    assert not re.search(r"``|:class:|:func:", out), out
