@@ -19,11 +19,17 @@ tables, the Redis keys and Kafka topics of its stores (STORE-11).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 import tempfile
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    import pytest
 
 SUITE = textwrap.dedent(
     """
@@ -80,7 +86,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="durable certify", description=(__doc__ or "").splitlines()[0])
+    parser = _Parser(
+        prog="durable certify",
+        description="run the conformance kit against a store or runner and print the level table",
+    )
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--store", metavar="URL", help="store URL (memory:, sqlite:FILE, redis://…, kafka://…)")
     which.add_argument(
@@ -172,6 +181,41 @@ def _workers(requested: str | None, backend: str | None, url: str | None) -> str
     return requested
 
 
+class _ReadableNodeIds:
+    """The generated suite lives in a temporary directory that is gone when the run ends; pytest would print
+    its node ids relative to the current directory (``../../tmp/durable-certify-…/test_certify.py::…``).
+    Print them relative to that directory instead, ``test_certify.py::TestCertify::test_…``, so a FAILED line
+    reads as the check's name."""
+
+    @staticmethod
+    def pytest_configure(config: pytest.Config) -> None:
+        config.cwd_relative_nodeid = lambda nodeid: nodeid  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def _hypothesis_home(home: Path) -> Iterator[None]:
+    """STORE-11: Hypothesis keeps files (its constants cache, any example database) under a home directory,
+    by default ``.hypothesis`` in the current directory; point it into the run's temporary directory, in
+    this process and in xdist workers (they read the environment), and put the previous home back."""
+    from hypothesis import configuration
+
+    previous_home = vars(configuration).get("__hypothesis_home_directory")
+    previous_env = os.environ.get(_HOME_ENV)
+    configuration.set_hypothesis_home_dir(home)
+    os.environ[_HOME_ENV] = str(home)
+    try:
+        yield
+    finally:
+        configuration.set_hypothesis_home_dir(previous_home)
+        if previous_env is None:
+            os.environ.pop(_HOME_ENV, None)
+        else:
+            os.environ[_HOME_ENV] = previous_env
+
+
+_HOME_ENV = "HYPOTHESIS_STORAGE_DIRECTORY"
+
+
 def main(argv: list[str] | None = None) -> int:
     from .loading import CommandError
 
@@ -238,7 +282,8 @@ def _certify(argv: list[str] | None) -> int:
             pytest_args += ["--durable-write-known-failures", str(Path(args.write_known_failures).resolve())]
         before = set(sys.modules)
         try:
-            code = pytest.main(pytest_args)
+            with _hypothesis_home(Path(tmp) / "hypothesis"):
+                code = pytest.main(pytest_args, plugins=[_ReadableNodeIds()])
         finally:
             # The generated suite is always ``test_certify``: forget it, so a second certification in this
             # process (e.g. from a test) imports its own.

@@ -8,9 +8,12 @@ line on stderr naming the input and the fix, and exits with status 2 before anyt
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -113,7 +116,7 @@ def _sweep(argv: list[str]) -> int:
 
     url = checked_url(args.store, "--store")
     ledger = Ledger() if args.effect else None
-    with declared(ledger or Ledger(), args.effect):
+    with declared(ledger or Ledger(), args.effect), _runtime_logs_silenced():
         stores = make_store_factory(url)
         try:
             outcomes = sweep(agent, inputs, stores, ledger, re_execute=args.re_execute)
@@ -135,15 +138,45 @@ def _sweep(argv: list[str]) -> int:
     return 0 if verdict.ok else 1
 
 
+@contextlib.contextmanager
+def _runtime_logs_silenced() -> Iterator[None]:
+    """The runtime logs what it recovers from (a non-deterministic call it truncates and re-executes, DE-7) as it
+    would in production. In a sweep every such recovery is provoked on purpose and the matrix reports what
+    came of it (the REC-3/REC-6 lines of its fault point), so its records stay out of the terminal,
+    where logging's last-resort handler would print them unformatted above the matrix."""
+    runtime = logging.getLogger("reference_runtime")
+    quiet = logging.NullHandler()
+    propagate = runtime.propagate
+    runtime.addHandler(quiet)
+    runtime.propagate = False
+    try:
+        yield
+    finally:
+        runtime.removeHandler(quiet)
+        runtime.propagate = propagate
+
+
+RECORDED_RERUN = "recorded re-run (REC-3)"
+UNRECORDED_RERUN = "unrecorded re-run (DE-6)"
+DUPLICATE_OUTPUTS = "duplicate outputs (REC-4)"
+
+
 def _print_matrix(verdict: Verdict) -> None:
-    """One line per fault point with its violations, then what was not checked, then the summary."""
+    """One line per fault point with its violations, then what was not checked, then the summary.
+
+    Each count means one thing: ``recorded re-run (REC-3)`` counts calls with a persisted record that
+    executed again (``PointOutcome.re_executed``, each a violation), ``unrecorded re-run (DE-6)`` calls that
+    ran again with no record and no reconciler (``PointOutcome.repeated``: allowed, a duplicate only for a
+    declared effect), ``duplicate outputs (REC-4)`` actions that emitted their outputs again
+    (``PointOutcome.duplicates``). A duplicated declared effect (PLG-3) is one of the violation lines."""
     outcomes = verdict.outcomes
     width = max((len(o.point.describe()) for o in outcomes), default=10)
-    print(f"{'fault point':<{width}}  outcome  re-executed  duplicates")
+    print(f"{'fault point':<{width}}  outcome  {RECORDED_RERUN}  {UNRECORDED_RERUN}  {DUPLICATE_OUTPUTS}")
+    recorded, unrecorded, outputs = len(RECORDED_RERUN), len(UNRECORDED_RERUN), len(DUPLICATE_OUTPUTS)
     for o in outcomes:
         print(
             f"{o.point.describe():<{width}}  {'ok' if o.ok else 'FAIL':<7}  "
-            f"{len(o.re_executed + o.repeated):>11}  {len(o.duplicates):>10}"
+            f"{len(o.re_executed):>{recorded}}  {len(o.repeated):>{unrecorded}}  {len(o.duplicates):>{outputs}}"
         )
         for v in o.violations:
             print(f"    {v}")
@@ -166,9 +199,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help"):
+    if not argv:  # a usage error (CLI-3): stdout is kept for results
+        print(USAGE, file=sys.stderr)
+        return 2
+    if argv[0] in ("-h", "--help"):
         print(USAGE)
-        return 0 if argv else 2
+        return 0
     if argv[0] == "--version":
         print(f"durable (pytest-durable) {version()}")
         return 0

@@ -36,7 +36,9 @@ class PointOutcome:
     scenario: Scenario
     result: RunResult
     fired: list[FaultPoint] = field(default_factory=list)
+    #: Calls with a persisted record that executed again after the crash (each a REC-3 violation).
     re_executed: list[str] = field(default_factory=list)
+    #: Actions that emitted their output events again (REC-4), as ``key/seq/action``.
     duplicates: list[str] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     #: Calls that ran again after a crash with no record and no reconciler (the DE-6 path), by

@@ -117,6 +117,47 @@ def test_certify_failures_name_the_clause_and_show_the_values(tmp_path: Path) ->
     assert "At index 2 diff: ('f', '10') != ('f', '2')" in failure, failure[:3000]
 
 
+def test_certify_leaves_nothing_in_the_current_directory(tmp_path: Path) -> None:
+    """STORE-11: `durable certify` run in an empty directory leaves it empty: Hypothesis keeps its files
+    (constants cache, example database) under the run's temporary directory, not `.hypothesis/` here."""
+    for extra in ([], ["-n", "2", "--backend", "conformance:RunnerFactory.reference"]):
+        run = subprocess.run(
+            [sys.executable, "-m", "conformance.certify", "--seed", "2", *extra],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+        )
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert sorted(p.name for p in tmp_path.iterdir()) == [], extra
+
+
+def test_certify_failed_lines_name_the_check_not_the_deleted_directory(tmp_path: Path) -> None:
+    """KIT-1: a FAILED line of `durable certify` names the check as `test_certify.py::TestCertify::NAME`,
+    not a path into the temporary directory that is deleted when the run ends."""
+    (tmp_path / "mybackend.py").write_text(
+        "from conformance import StoreFactory\n"
+        "from tests.conformance.mutants.stores import SlotsSortedAsText\n\n"
+        "def factory():\n"
+        "    return StoreFactory(SlotsSortedAsText, name='slots-as-text')\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "conformance.certify", "--backend", "mybackend:factory", "--seed", "1", "-v"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "PYTHONPATH": f"{ROOT}:{tmp_path}"},
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    # Only pytest's header says where the (deleted) generated suite lived.
+    assert not [line for line in run.stdout.splitlines() if "durable-certify-" in line and "rootdir:" not in line]
+    failed = [line for line in run.stdout.splitlines() if line.startswith("FAILED ")]
+    assert "FAILED test_certify.py::TestCertify::test_many_deltas_keep_their_order" in [
+        line.split(" - ")[0] for line in failed
+    ], failed
+    assert "test_certify.py::TestCertify::test_many_deltas_keep_their_order FAILED" in run.stdout
+
+
 def _result(cap: str, outcome: str, declared: list[str]) -> dict[str, Any]:
     return {"capability": cap, "outcome": outcome, "clauses": ["X-1"], "declared_capabilities": declared}
 

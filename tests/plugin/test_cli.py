@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -371,3 +372,57 @@ def test_output_piped_to_a_reader_that_stops_early_is_no_traceback(tmp_path: Pat
         timeout=120,
     )
     assert done.returncode == 0 and "BrokenPipe" not in done.stderr, done.stderr
+
+
+def test_sweep_keeps_runtime_log_records_out_of_the_terminal(tmp_path: Path) -> None:
+    """CLI-1, DE-7: the tutorial's buggy agent makes the runtime log a non-deterministic call on every
+    recovery; `durable sweep` reports what came of it per fault point, and prints no raw log record."""
+    inputs = tmp_path / "refunds.jsonl"
+    inputs.write_text(json.dumps({"key": "alice", "input": {"order": "A-1", "amount": 30}}) + "\n")
+    done = _durable_subprocess(
+        tmp_path, "sweep", "examples.buggy_refund.refund_buggy:RefundAgent", "--inputs", str(inputs)
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.startswith("fault point "), done.stdout[:300]
+    assert done.stdout.splitlines()[-1].endswith("UNSAFE")
+    assert "Non-deterministic call detected" not in done.stdout + done.stderr, done.stderr
+    assert done.stderr == ""
+
+
+def test_sweep_matrix_counts_recorded_and_unrecorded_re_runs_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """REC-3, DE-6, CLI-1: each count of the `durable sweep` matrix means one thing. The tutorial's fixed
+    agent re-runs its unrecorded refund after a crash between effect and record (DE-6, allowed): that
+    point is `ok` with 0 recorded re-runs (REC-3) and 1 unrecorded re-run, not one mixed count."""
+    inputs = tmp_path / "refunds.jsonl"
+    inputs.write_text(json.dumps({"key": "alice", "input": {"order": "A-1", "amount": 30}}) + "\n")
+    code, out, _ = _run(capsys, "sweep", "examples.buggy_refund.refund_fixed:RefundAgent", "--inputs", str(inputs))
+    assert code == 0, out
+    header, *rows = out.splitlines()
+    assert header.split("  outcome  ")[1].split("  ") == [
+        "recorded re-run (REC-3)",
+        "unrecorded re-run (DE-6)",
+        "duplicate outputs (REC-4)",
+    ], header
+    after_effect = [r for r in rows if r.startswith("after-effect ") and "issue_refund" in r]
+    assert [r.split()[-4:] for r in after_effect] == [["ok", "0", "1", "0"]], rows
+
+
+def test_bare_durable_prints_its_usage_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    """CLI-3: `durable` without a command is a usage error: the usage goes to stderr, with status 2, and
+    stdout stays empty; `durable --help` asked for it, so it goes to stdout with status 0."""
+    code, out, err = _run(capsys)
+    assert (code, out) == (2, "") and err.startswith("usage: durable "), (out, err)
+    code, out, err = _run(capsys, "--help")
+    assert (code, err) == (0, "") and out.startswith("usage: durable ")
+
+
+@pytest.mark.parametrize("command", ["certify", "sweep", "inspect"])
+def test_command_help_is_plain_text(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """CLI-5: each command's `--help` is plain text, without the reStructuredText markup of docstrings."""
+    with pytest.raises(SystemExit) as exited:
+        durable([command, "--help"])
+    out = capsys.readouterr().out
+    assert exited.value.code == 0 and out.startswith(f"usage: durable {command}")
+    assert not re.search(r"``|:class:|:func:", out), out
