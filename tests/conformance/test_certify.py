@@ -4,6 +4,7 @@ the number of xdist workers (CONF-6)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -93,22 +94,27 @@ def test_an_in_process_store_runs_serially_under_n(tmp_path: Path) -> None:
     assert doc["level"] == "FULL"
 
 
-def test_certify_failures_name_the_clause_and_show_the_values(tmp_path: Path) -> None:
-    """KIT-1: under `durable certify` (a fresh process that imports the kit before pytest starts) a failed
-    check names its clause and shows the values it compared: the kit's checks are assertion-rewritten."""
+def _certify_slots_as_text(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """`durable certify` of a broken store (call records sorted as text, STORE-5) in a fresh process."""
     (tmp_path / "mybackend.py").write_text(
         "from conformance import StoreFactory\n"
         "from tests.conformance.mutants.stores import SlotsSortedAsText\n\n"
         "def factory():\n"
         "    return StoreFactory(SlotsSortedAsText, name='slots-as-text')\n"
     )
-    run = subprocess.run(
-        [sys.executable, "-m", "conformance.certify", "--backend", "mybackend:factory", "--seed", "1"],
+    return subprocess.run(
+        [sys.executable, "-m", "conformance.certify", "--backend", "mybackend:factory", "--seed", "1", *extra],
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        env={**__import__("os").environ, "PYTHONPATH": f"{ROOT}:{tmp_path}"},
+        env={**os.environ, "PYTHONPATH": f"{ROOT}:{tmp_path}"},
     )
+
+
+def test_certify_failures_name_the_clause_and_show_the_values(tmp_path: Path) -> None:
+    """KIT-1: under `durable certify` (a fresh process that imports the kit before pytest starts) a failed
+    check names its clause and shows the values it compared: the kit's checks are assertion-rewritten."""
+    run = _certify_slots_as_text(tmp_path)
     assert run.returncode == 1, run.stdout + run.stderr
     failure = run.stdout[run.stdout.index("test_many_deltas_keep_their_order") :]
     assert "STORE-5" in failure
@@ -135,19 +141,7 @@ def test_certify_leaves_nothing_in_the_current_directory(tmp_path: Path) -> None
 def test_certify_failed_lines_name_the_check_not_the_deleted_directory(tmp_path: Path) -> None:
     """KIT-1: a FAILED line of `durable certify` names the check as `test_certify.py::TestCertify::NAME`,
     not a path into the temporary directory that is deleted when the run ends."""
-    (tmp_path / "mybackend.py").write_text(
-        "from conformance import StoreFactory\n"
-        "from tests.conformance.mutants.stores import SlotsSortedAsText\n\n"
-        "def factory():\n"
-        "    return StoreFactory(SlotsSortedAsText, name='slots-as-text')\n"
-    )
-    run = subprocess.run(
-        [sys.executable, "-m", "conformance.certify", "--backend", "mybackend:factory", "--seed", "1", "-v"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env={**__import__("os").environ, "PYTHONPATH": f"{ROOT}:{tmp_path}"},
-    )
+    run = _certify_slots_as_text(tmp_path, "-v")
     assert run.returncode == 1, run.stdout + run.stderr
     # Only pytest's header says where the (deleted) generated suite lived.
     assert not [line for line in run.stdout.splitlines() if "durable-certify-" in line and "rootdir:" not in line]
