@@ -47,10 +47,17 @@ def _scheme_of(url: object) -> StoreScheme:
     if "\x00" in url:
         raise bad_url(url, "contains a NUL character")
     name, sep, _ = url.partition(":")
+    # A bare path is the likeliest slip (``durable inspect run.db``): say how to name it as a SQLite store.
+    hint = f"; a SQLite file is 'sqlite:{url}'" if not sep and any(c in url for c in "./") else ""
     if not SCHEME_NAME.match(name):
         what = f"unknown scheme {name!r}" if sep and name else "no scheme"
-        raise bad_url(url, f"{what}; expected one of {_expected()}")
-    return get_scheme(name, url)
+        raise bad_url(url, f"{what}; expected one of {_expected()}{hint}")
+    try:
+        return get_scheme(name, url)
+    except StoreUrlError as exc:
+        if not hint:
+            raise
+        raise StoreUrlError(f"{exc}{hint}") from None
 
 
 def parse_store_url(url: object) -> StoreUrl:

@@ -176,3 +176,15 @@ def test_the_stores_own_parsers_refuse_what_the_front_door_refuses() -> None:
             parse(url)
     with pytest.raises(StoreUrlError, match="NUL"):
         KafkaStore.from_url("kafka://h\x00:1/t")
+
+
+@pytest.mark.parametrize("path", ["notes.txt", "/tmp/x.db", "runs/a.db"])
+def test_a_bare_path_is_refused_with_its_sqlite_url(path: str) -> None:
+    """STORE-10: a file path given without a scheme is one StoreUrlError that says how to name it as a
+    SQLite store (the likeliest slip at `durable inspect` and `--store`)."""
+    with pytest.raises(StoreUrlError) as info:
+        parse_store_url(path)
+    assert str(info.value).endswith(f"a SQLite file is 'sqlite:{path}'")
+    with pytest.raises(StoreUrlError) as other:
+        parse_store_url("bogus:x")
+    assert "SQLite file" not in str(other.value)
