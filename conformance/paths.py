@@ -34,19 +34,30 @@ def output_problem(option: str, value: str, path: Path, *, twin: str | None = No
     return None
 
 
-def known_failures_problem(option: str, value: str, path: Path, *, write_option: str) -> str | None:
-    """Why the known-failures file ``path`` (given as ``option value``) cannot be used, or None: it must
-    exist, be readable and parse. ``write_option`` is the option that writes one, named in the fix."""
+def read_known_failures(option: str, value: str, path: Path, *, write_option: str) -> list[kf.KnownFailure]:
+    """The known failures in ``path`` (given as ``option value``): it must exist, be readable and parse, or
+    :class:`~conformance.known_failures.KnownFailuresError` says why, naming the option and the fix.
+    ``write_option`` is the option that writes one."""
     where = f"{option} {value}"
     if not path.exists():
-        return (
+        raise kf.KnownFailuresError(
             f"{where}: cannot read the known-failures file {path}: it does not exist; fix the path, or write "
             f"one from a run with {write_option} FILE"
         )
     if path.is_dir():
-        return f"{where}: cannot read the known-failures file {path}: it is a directory; name a file"
+        raise kf.KnownFailuresError(
+            f"{where}: cannot read the known-failures file {path}: it is a directory; name a file"
+        )
     try:
-        kf.load(path)
+        return kf.load(path)
     except kf.KnownFailuresError as exc:
-        return f"{where}: {exc}"
+        raise kf.KnownFailuresError(f"{where}: {exc}") from None
+
+
+def known_failures_problem(option: str, value: str, path: Path, *, write_option: str) -> str | None:
+    """Why the known-failures file ``path`` cannot be used (:func:`read_known_failures`), or None."""
+    try:
+        read_known_failures(option, value, path, write_option=write_option)
+    except kf.KnownFailuresError as exc:
+        return str(exc)
     return None

@@ -25,7 +25,7 @@ import pytest
 from . import SUITE_VERSION
 from . import known_failures as kf
 from .marks import CAPABILITY_ATTR, capability_of, clauses_of
-from .paths import known_failures_problem, output_problem
+from .paths import output_problem, read_known_failures
 from .session import CHECK_MODULES, RECORDER_NAME, register_assert_rewrite
 
 LEVELS = ("FULL", "BASE", "PARTIAL", "NONE")
@@ -183,10 +183,14 @@ class _Recorder:
         self.known_path, known_source = self._known_failures_path()
         self.known: list[kf.KnownFailure] = []
         if not _is_worker(config):
-            self._check_paths(known_source)
+            self._check_output_paths()
         if self.known_path is not None:
+            # Read once, here: the same read is the KIT-6 check, so a bad file stops the run before any test.
+            option, _, value = known_source.partition(" ")
             try:
-                self.known = kf.load(self.known_path)
+                self.known = read_known_failures(
+                    option, value, self.known_path, write_option="--durable-write-known-failures"
+                )
             except kf.KnownFailuresError as exc:
                 raise pytest.UsageError(str(exc)) from exc
         config.pluginmanager.register(self, RECORDER_NAME)
@@ -202,19 +206,14 @@ class _Recorder:
             return (base / ini).resolve(), f"durable_known_failures = {ini} ({self.config.inipath or 'ini'})"
         return None, ""
 
-    def _check_paths(self, known_source: str) -> None:
-        """KIT-6: files the run will write or read are checked at configure time, before any test runs."""
+    def _check_output_paths(self) -> None:
+        """KIT-6: files the run will write are checked at configure time, before any test runs."""
         here = self.config.invocation_params.dir
         problems: list[str | None] = []
         for option, twin in (("--durable-conformance-report", ".md"), ("--durable-write-known-failures", None)):
             value = self.config.getoption(option, None)
             if value:
                 problems.append(output_problem(option, str(value), (here / str(value)).resolve(), twin=twin))
-        if self.known_path is not None:
-            option, _, value = known_source.partition(" ")
-            problems.append(
-                known_failures_problem(option, value, self.known_path, write_option="--durable-write-known-failures")
-            )
         first = next((p for p in problems if p), None)
         if first:
             raise pytest.UsageError(first)
