@@ -42,6 +42,7 @@ class StoreFactory:
         capabilities: Iterable[Capability | str] = frozenset({Capability.CORE}),
         name: str = "store",
         cleanup: Callable[[], None] | None = None,
+        scheme: StoreScheme | None = None,
     ) -> None:
         given = set(capabilities)
         unknown = sorted(str(c) for c in given if c not in CAPABILITIES)
@@ -52,9 +53,9 @@ class StoreFactory:
         self.capabilities: frozenset[Capability] = frozenset(Capability(c) for c in given) | {Capability.CORE}
         self.name = name
         self._cleanup = cleanup
-        #: The registered scheme whose isolated stores this factory makes (set by :func:`store_factory`);
+        #: The registered scheme whose isolated stores this factory makes (given by :func:`store_factory`);
         #: None for a factory built by hand, whose ``new`` may do anything.
-        self.scheme: StoreScheme | None = None
+        self.scheme = scheme
 
     def __call__(self) -> ActionStateStore:
         return self.new()
@@ -118,8 +119,11 @@ def store_factory(url: str, tmp: Callable[[], Path] | None = None, *, timeout: f
                 shutil.rmtree(path, ignore_errors=True)
             owned.clear()
 
-    factory = StoreFactory(
-        new, reopen=scheme.reopen, capabilities=scheme.capabilities, name=f"{scheme.name}:", cleanup=cleanup
+    return StoreFactory(
+        new,
+        reopen=scheme.reopen,
+        capabilities=scheme.capabilities,
+        name=f"{scheme.name}:",
+        cleanup=cleanup,
+        scheme=scheme,
     )
-    factory.scheme = scheme
-    return factory
