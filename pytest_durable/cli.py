@@ -108,16 +108,16 @@ def _sweep(argv: list[str]) -> int:
         )
     inputs = read_inputs(args.inputs)
     from conformance.loading import checked_url
+    from reference_runtime.stores.factory import store_factory
 
     from .effects import declared
-    from .harness import make_store_factory
     from .ledger import Ledger
     from .sweep import Verdict, start_summary, sweep
 
     url = checked_url(args.store, "--store")
     ledger = Ledger() if args.effect else None
     with declared(ledger or Ledger(), args.effect), _runtime_logs_silenced():
-        stores = make_store_factory(url)
+        stores = store_factory(url)
         try:
             outcomes = sweep(agent, inputs, stores, ledger, re_execute=args.re_execute)
         except Exception as exc:  # the agent itself failed: say so in one line, not a traceback wall

@@ -29,8 +29,6 @@ from .sweep import (
 )
 
 if TYPE_CHECKING:
-    from reference_runtime.stores.factory import StoreFactory
-
     from .clock import FrozenClock
     from .stats import Stats
     from .world import World
@@ -522,13 +520,3 @@ def _explain(outcome: PointOutcome, ledger: Ledger | None) -> str:
     if ledger is not None and ledger.anomalies():
         text += "\nside-effect ledger:\n" + ledger.table()
     return text
-
-
-def make_store_factory(url: str, tmp: Callable[[], Path] | None = None) -> StoreFactory:
-    """The store factory of the ``durable`` fixture and ``durable sweep``: the one factory
-    (:func:`reference_runtime.stores.store_factory`, spec STORE-20) of fresh isolated stores for ``url``;
-    ``tmp`` gives the directory for the SQLite file of ``sqlite:``. Call its ``cleanup()`` to delete what the
-    stores wrote."""
-    from reference_runtime.stores.factory import store_factory
-
-    return store_factory(url, tmp)

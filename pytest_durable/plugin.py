@@ -310,7 +310,9 @@ def durable(
 ) -> Iterator[DurableHarness]:
     """Run an agent on the configured store: ``run``, ``crash``, ``sweep``, ``explore``,
     ``check_journal``, ``assert_deterministic``. See docs/plugin/reference.md."""
-    from .harness import DurableHarness, make_store_factory
+    from reference_runtime.stores.factory import store_factory
+
+    from .harness import DurableHarness
     from .scenario import scenario_from_marker
     from .stats import Stats
 
@@ -319,7 +321,7 @@ def durable(
     stats = Stats()
     pinned = [scenario_from_marker(m.args, dict(m.kwargs)) for m in request.node.iter_markers("durable_schedule")]
     sweep = request.node.get_closest_marker("durable_sweep")
-    stores = make_store_factory(url, lambda: tmp_path_factory.mktemp("durable"))
+    stores = store_factory(url, lambda: tmp_path_factory.mktemp("durable"))
     harness = DurableHarness(
         stores,
         url,

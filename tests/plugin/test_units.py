@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_durable import journal as journals
-from pytest_durable.harness import DurableHarness, DurableInvariantError, make_store_factory
+from pytest_durable.harness import DurableHarness, DurableInvariantError
 from pytest_durable.ledger import Ledger, LedgerError
 from pytest_durable.scenario import Scenario, ScheduleSyntaxError, format_crash, parse_crash, scenario_from_marker
 from pytest_durable.strategies import crash_schedules, scenarios
@@ -31,6 +31,7 @@ from reference_runtime import (
 )
 from reference_runtime.clock import RESTART_SECONDS
 from reference_runtime.retry import Backoff, RetryPolicy
+from reference_runtime.stores.factory import store_factory
 from reference_runtime.stores.memory import InMemoryStore
 
 LEDGER = Ledger()
@@ -430,7 +431,7 @@ def test_sqlite_store_factory_isolates_stores_in_one_file(tmp_path: Path) -> Non
     from tests.runtime.test_stores_core import ACTION
 
     db = tmp_path / "runs.db"
-    factory = make_store_factory(f"sqlite:{db}", lambda: tmp_path / "unused")
+    factory = store_factory(f"sqlite:{db}", lambda: tmp_path / "unused")
     a, b = factory(), factory()
     ref = StateRef("k", 0, ACTION, InputEvent("x"), "k-0")
     assert a.path == b.path == db  # type: ignore[attr-defined]

@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conformance import factory_from_url
-from pytest_durable.harness import make_store_factory
 from pytest_durable.plugin import _checked_store
 from reference_runtime.errors import StoreUrlError
+from reference_runtime.stores.factory import store_factory
 from reference_runtime.stores.urls import MAX_REDIS_DB, StoreUrl, open_store, parse_store_url
 
 PREFIXES = ["", "memory:", "sqlite:", "sqlite://", "redis://", "kafka://", "redis:", "REDIS://", "postgres://"]
@@ -93,7 +93,7 @@ def test_every_entry_point_refuses_what_the_parser_refuses(url: str, tmp_path: P
     for entry in (
         lambda: open_store(url),
         lambda: factory_from_url(url, tmp_path),
-        lambda: make_store_factory(url, lambda: tmp_path),
+        lambda: store_factory(url, lambda: tmp_path),
     ):
         with pytest.raises(StoreUrlError):
             entry()
