@@ -6,9 +6,11 @@ SQLite figures are the marginal cost of a call made after K earlier calls of the
 flushed to disk, then a run on the measured setting recovers them and makes the timed calls (best of three
 windows). Beside them, the floor: raw sqlite3 one-row INSERTs, each its own transaction, into a minimal
 table with the same primary key and row size after the same K rows, at the same settings; the ratio of
-the two growths says what of ours is SQLite's own. For ``synchronous=FULL``, one 4 KiB write + fdatasync,
-a raw sqlite3 INSERT + COMMIT at WAL+FULL and our call, interleaved round by round. DBOS runs in its own
-process per setting: its default (rollback journal, FULL) and ours (WAL + FULL, WAL + NORMAL).
+the two growths says what of ours is SQLite's own. ``synchronous=FULL`` is measured in its two regimes
+(the WAL growing right after a store opens, and reused after checkpoints), each beside the sync it pays (a
+4 KiB write + fdatasync appending, in place) and raw sqlite3, interleaved round by round; and our Python
+outside the SQL statement at NORMAL and at FULL. DBOS runs in its own process per setting: its default
+(rollback journal, FULL) and ours (WAL + FULL, WAL + NORMAL).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from reference_runtime import (
     action,
 )
 from reference_runtime.stores.memory import InMemoryStore
-from reference_runtime.stores.sqlite import SqliteStore
+from reference_runtime.stores.sqlite import FULL_WAL_AUTOCHECKPOINT, SqliteStore
 
 from ._util import best_of, point, table
 
@@ -71,13 +73,16 @@ def timed_work(i: int) -> int:
     ``[from, from + TIMED]`` (one stamp per call, so consecutive stamps bracket one durable call)."""
     first = _WINDOW["from"]
     if 0 <= first <= i <= first + _WINDOW["count"]:
+        conn = _WINDOW.get("conn")
         if i == first:
             _WINDOW["io"] = _io_written()
             _WINDOW["cpu"] = time.process_time()
+            _WINDOW["sql"] = -conn.seconds if conn is not None else 0.0
         _WINDOW["stamps"].append(time.perf_counter())
         if i == first + _WINDOW["count"]:
             _WINDOW["io"] = _io_written() - _WINDOW["io"]
             _WINDOW["cpu"] = time.process_time() - _WINDOW["cpu"]
+            _WINDOW["sql"] += conn.seconds if conn is not None else 0.0
     return i * 2 + 1
 
 
@@ -122,10 +127,12 @@ class Window(NamedTuple):
     written: float
     logical: float
     per_call: list[float]
+    in_sql: float = 0.0
 
 
 def _seed(path: Path, k: int, calls: int) -> None:
-    """Write ``k`` records of the timed action with ``synchronous=OFF`` and crash before call ``k``."""
+    """Write ``k`` records of the timed action with ``synchronous=OFF`` and crash before call ``k``;
+    ``calls`` is the run's input, which must be the timed run's (it is part of the state's key)."""
     _WINDOW.update({"from": -1})
     seed = SqliteStore(path, synchronous="OFF")
     runner = Runner(Timed, seed, injector=FaultInjector([CrashAt(Phase.BEFORE_CALL, call_index=k)]))
@@ -136,26 +143,66 @@ def _seed(path: Path, k: int, calls: int) -> None:
     _sync_files(path)
 
 
-def sqlite_after(tmp: Path, k: int, synchronous: str, timed: int = TIMED, seeded: Path | None = None) -> Window:
+class _TimedConnection:
+    """The store's connection with the time spent in ``execute`` added up, so a window can say how much
+    of a call is the SQL statement (its commit and sync included) and how much is Python around it."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self.seconds = 0.0
+
+    def execute(self, *args: Any) -> sqlite3.Cursor:
+        start = time.perf_counter()
+        try:
+            return self._conn.execute(*args)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+def sqlite_after(
+    tmp: Path,
+    k: int,
+    synchronous: str,
+    timed: int = TIMED,
+    seeded: Path | None = None,
+    *,
+    warm: int = 0,
+    split: bool = False,
+    autocheckpoint: int | None = None,
+) -> Window:
     """The ``timed`` calls made after ``k`` earlier calls of the same action (recovered from a file that
-    holds them), on a store at ``synchronous``. ``seeded`` is a file already holding the ``k`` records."""
+    holds them), on a store at ``synchronous``. ``seeded`` is a file already holding the ``k`` records of
+    a run of ``k + warm + timed + 1`` calls. ``warm`` calls are made untimed first (on the same store, so
+    its WAL has been through checkpoints). ``split`` times the store's SQL statements apart;
+    ``autocheckpoint`` overrides the WAL size (pages) at which the store checkpoints."""
     path = tmp / f"k{k}-{synchronous}-{time.monotonic_ns()}.db"
-    total = k + timed + 1
+    total = k + warm + timed + 1
     if seeded is None:
         _seed(path, k, total)
     else:
         shutil.copyfile(seeded, path)
         _sync_files(path)
     store = SqliteStore(path, synchronous=synchronous)
-    _WINDOW.update({"from": k, "count": timed, "stamps": []})
+    if autocheckpoint is not None:
+        store._conn.execute(f"PRAGMA wal_autocheckpoint={autocheckpoint}")
+    conn = _TimedConnection(store._conn) if split else None
+    if conn is not None:
+        store._conn = conn  # type: ignore[assignment]
+    _WINDOW.update({"from": k + warm, "count": timed, "stamps": [], "sql": 0.0, "conn": conn})
     before = store.bytes_written
     Runner(Timed, store).run([("k", total)])
     logical = (store.bytes_written - before) / (total - k)
     store.close()
     stamps = _WINDOW["stamps"]
     per_call = [b - a for a, b in itertools.pairwise(stamps)]
-    _WINDOW.update({"from": -1})
-    return Window((stamps[-1] - stamps[0]) / timed, _WINDOW["cpu"] / timed, _WINDOW["io"] / timed, logical, per_call)
+    _WINDOW.update({"from": -1, "conn": None})
+    in_sql = _WINDOW["sql"] / timed if conn is not None else 0.0
+    return Window(
+        (stamps[-1] - stamps[0]) / timed, _WINDOW["cpu"] / timed, _WINDOW["io"] / timed, logical, per_call, in_sql
+    )
 
 
 def best_window(tmp: Path, k: int, synchronous: str, repeats: int = 3) -> Window:
@@ -197,13 +244,10 @@ def _row_shape(seeded: Path) -> tuple[str, int]:
     return str(key), round(size)
 
 
-def raw_sqlite(
-    tmp: Path, k: int, synchronous: str, shape: tuple[str, int], n: int = TIMED, spin: float = 0.0
-) -> Window:
+def raw_sqlite(tmp: Path, k: int, synchronous: str, shape: tuple[str, int], n: int = TIMED, *, warm: int = 0) -> Window:
     """``n`` one-row ``INSERT``s, each its own transaction (INSERT + COMMIT), into a minimal table with
-    the store's primary key after ``k`` rows, at ``synchronous`` in WAL mode: what SQLite itself costs.
-    ``spin``: seconds of busy CPU between commits, standing for a runtime's own work per call (a process
-    that computes between syncs does not wait for the disk the way a tight commit loop does)."""
+    the store's primary key after ``k`` rows, in WAL mode at ``synchronous`` and the WAL size the store
+    uses for it (spec COST-6): what SQLite itself costs. ``warm`` commits are made untimed first."""
     key, size = shape
     path = tmp / f"raw-{k}-{synchronous}-{time.monotonic_ns()}.db"
     body = b"x" * size
@@ -218,15 +262,15 @@ def raw_sqlite(
     _sync_files(path)
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute(f"PRAGMA synchronous={synchronous}")
+    if synchronous == "FULL":
+        conn.execute(f"PRAGMA wal_autocheckpoint={FULL_WAL_AUTOCHECKPOINT}")
     insert = "INSERT INTO call_results VALUES (?, ?, ?)"
+    for i in range(k, k + warm):
+        conn.execute(insert, (key, i, body))
     stamps = [time.perf_counter()]
     io, cpu = _io_written(), time.process_time()
-    for i in range(k, k + n):
+    for i in range(k + warm, k + warm + n):
         conn.execute(insert, (key, i, body))
-        if spin:
-            until = time.perf_counter() + spin
-            while time.perf_counter() < until:
-                pass
         stamps.append(time.perf_counter())
     io, cpu = _io_written() - io, time.process_time() - cpu
     conn.close()
@@ -257,27 +301,133 @@ def fdatasync_probe(tmp: Path, n: int, *, in_place: bool = False) -> list[float]
         os.close(fd)
 
 
-def full_floor(tmp: Path, shape: tuple[str, int], spin: float, rounds: int = 8, n: int = 100) -> dict[str, list[float]]:
-    """Per-operation times at ``synchronous=FULL``, interleaved round by round so drifting disk load hits
-    them alike: one 4 KiB write + fdatasync, a raw one-row INSERT + COMMIT (SQLite's own work around its
-    sync), the same with ``spin`` seconds of busy CPU per commit (our runtime's CPU beyond raw SQLite's,
-    measured at NORMAL), and our durable call (after K = 100 calls)."""
-    seeded = tmp / "seed-100.db"
-    if not seeded.exists():
-        _seed(seeded, 100, 100 + TIMED + 1)
-    out: dict[str, list[float]] = {"fdatasync": [], "in place": [], "raw": [], "raw+cpu": [], "ours": []}
-    runs: list[tuple[str, Callable[[], list[float]]]] = [
-        ("fdatasync", lambda: fdatasync_probe(tmp, n)),
-        ("in place", lambda: fdatasync_probe(tmp, n, in_place=True)),
-        ("raw", lambda: raw_sqlite(tmp, 100, "FULL", shape, n).per_call),
-        ("raw+cpu", lambda: raw_sqlite(tmp, 100, "FULL", shape, n, spin=spin).per_call),
-        ("ours", lambda: sqlite_after(tmp, 100, "FULL", timed=n, seeded=seeded).per_call),
+#: Untimed calls before a "WAL reused" window: enough for several checkpoints of the FULL store's WAL.
+WARM = 300
+
+
+class FullRun(NamedTuple):
+    """One round's samples of one FULL measurement (seconds per operation) and, for ours, the mean
+    seconds per call spent in the store's SQL statements (``split``)."""
+
+    samples: list[float]
+    in_sql: float
+
+
+def full_regimes(tmp: Path, shape: tuple[str, int], rounds: int = 10, n: int = 100) -> dict[str, list[FullRun]]:
+    """``synchronous=FULL`` in its two regimes, each beside the sync it pays, interleaved round by round
+    (every other round in reverse) so drifting disk load hits them alike:
+
+    * WAL growing (the first calls after a store opens, before its WAL's first checkpoint): a commit
+      appends to the WAL, so its sync also commits the file's new size; beside one appending 4 KiB
+      write + fdatasync;
+    * WAL reused (after ``WARM`` calls: the WAL is rewritten from its start after each checkpoint,
+      spec COST-6): beside one in-place 4 KiB write + fdatasync.
+
+    In each, raw sqlite3 one-row INSERT + COMMIT at the same settings (SQLite's own work around the
+    sync) and our durable call after K = 100 recorded calls."""
+    seeds = {warm: tmp / f"full-seed-{warm}.db" for warm in (0, WARM)}
+    for warm, path in seeds.items():
+        _seed(path, 100, 100 + warm + n + 1)
+
+    def ours_run(warm: int) -> FullRun:
+        w = sqlite_after(tmp, 100, "FULL", timed=n, seeded=seeds[warm], warm=warm, split=True)
+        return FullRun(w.per_call, w.in_sql)
+
+    runs: list[tuple[str, Callable[[], FullRun]]] = [
+        ("growing: fdatasync", lambda: FullRun(fdatasync_probe(tmp, n), 0.0)),
+        ("growing: raw", lambda: FullRun(raw_sqlite(tmp, 100, "FULL", shape, n).per_call, 0.0)),
+        ("growing: ours", lambda: ours_run(0)),
+        ("reused: fdatasync", lambda: FullRun(fdatasync_probe(tmp, n, in_place=True), 0.0)),
+        ("reused: raw", lambda: FullRun(raw_sqlite(tmp, 100, "FULL", shape, n, warm=WARM).per_call, 0.0)),
+        ("reused: ours", lambda: ours_run(WARM)),
     ]
+    out: dict[str, list[FullRun]] = {name: [] for name, _ in runs}
     for r in range(rounds):
         # Every other round in reverse, so none of them always runs right after the disk was busiest.
         for name, run in runs if r % 2 == 0 else reversed(runs):
-            out[name] += run()
+            out[name].append(run())
     return out
+
+
+def python_share(tmp: Path, n: int = 500) -> dict[str, float]:
+    """Seconds per call of ours outside the store's SQL statements (the runtime and the store's Python)
+    at NORMAL and at FULL, same calls: how much slower the same Python runs right after each sync."""
+    seeded = tmp / "share-seed.db"
+    _seed(seeded, 100, 100 + n + 1)
+    out: dict[str, float] = {}
+    for mode in ("NORMAL", "FULL", "NORMAL", "FULL"):
+        w = sqlite_after(tmp, 100, mode, timed=n, seeded=seeded, split=True)
+        out[mode] = min(out.get(mode, float("inf")), w.wall - w.in_sql)
+    return out
+
+
+_PAUSE: dict[str, Any] = {"kind": "none", "stamps": [], "fd": -1}
+
+
+def paused_work(i: int) -> int:
+    """The durable function of :func:`after_a_pause`: stamps, pauses as ``_PAUSE["kind"]`` says, stamps."""
+    _PAUSE["stamps"].append(time.perf_counter())
+    kind = _PAUSE["kind"]
+    if kind == "sleep":
+        time.sleep(150e-6)
+    elif kind == "busy":
+        until = time.perf_counter() + 150e-6
+        while time.perf_counter() < until:
+            pass
+    elif kind == "fdatasync":
+        os.pwrite(_PAUSE["fd"], b"x" * 4096, 0)
+        os.fdatasync(_PAUSE["fd"])
+    _PAUSE["stamps"].append(time.perf_counter())
+    return i
+
+
+class Paused(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def loop(event: Event, ctx: RunnerContext) -> None:
+        for i in range(event.attributes["input"]):
+            ctx.durable_execute(paused_work, i)
+
+
+def after_a_pause(tmp: Path, n: int = 500, rounds: int = 6) -> dict[str, float]:
+    """Median seconds of the runtime's own work per durable call (memory store: from the end of one call's
+    function to the start of the next) when each function returns at once, after 150 µs of busy CPU, after
+    a 150 µs sleep, and after an in-place 4 KiB write + fdatasync: what any process that waits for its disk
+    pays on the CPU work that follows the wait."""
+    _PAUSE["fd"] = os.open(tmp / "pause-probe", os.O_WRONLY | os.O_CREAT)
+    out: dict[str, list[float]] = {}
+    try:
+        for r in range(rounds):
+            kinds = ["none", "busy", "sleep", "fdatasync"]
+            for kind in kinds if r % 2 == 0 else reversed(kinds):
+                _PAUSE.update(kind=kind, stamps=[])
+                Runner(Paused, InMemoryStore()).run([("k", n)])
+                st = _PAUSE["stamps"]
+                out.setdefault(kind, []).extend(st[j + 1] - st[j] for j in range(1, len(st) - 1, 2))
+    finally:
+        os.close(_PAUSE["fd"])
+    return {kind: statistics.median(times) for kind, times in out.items()}
+
+
+def checkpoint_choice(tmp: Path, n: int = 300, rounds: int = 3) -> dict[tuple[str, int], float]:
+    """Mean seconds per call over the first ``n`` calls after a store opens, with the WAL checkpointed at
+    SQLite's default 1 000 pages and at the FULL store's 100 (spec COST-6), at FULL and NORMAL, interleaved:
+    the measurement behind the choice."""
+    seeded = tmp / "ckpt-seed.db"
+    _seed(seeded, 100, 100 + n + 1)
+    out: dict[tuple[str, int], list[float]] = {}
+    for r in range(rounds):
+        cases = [(mode, pages) for mode in ("FULL", "NORMAL") for pages in (1000, FULL_WAL_AUTOCHECKPOINT)]
+        for mode, pages in cases if r % 2 == 0 else reversed(cases):
+            w = sqlite_after(tmp, 100, mode, timed=n, seeded=seeded, autocheckpoint=pages)
+            out.setdefault((mode, pages), []).append(w.wall)
+    return {case: statistics.mean(walls) for case, walls in out.items()}
+
+
+def _paired(full: dict[str, list[FullRun]], a: str, b: str) -> tuple[float, float, float]:
+    """Median over rounds of (median of ``a`` - median of ``b``) in the same round, with its min and max."""
+    diffs = [statistics.median(x.samples) - statistics.median(y.samples) for x, y in zip(full[a], full[b], strict=True)]
+    return statistics.median(diffs), min(diffs), max(diffs)
 
 
 _DBOS_CHILD = r"""
@@ -342,8 +492,10 @@ def main() -> list[tuple[str, ...]]:
         shape = _row_shape(tmp / f"seed-{KS[0]}.db")
         raw = {k: best_raw(tmp, k, "NORMAL", shape) for k in (KS[0], KS[-1])}
         full = {k: best_window(tmp, k, "FULL", repeats=1) for k in FULL_KS}
-        spin = max(0.0, normal[KS[0]].cpu - raw[KS[0]].cpu)  # our CPU per call beyond SQLite's own
-        floor = full_floor(tmp, shape, spin)
+        regimes = full_regimes(tmp, shape)
+        share = python_share(tmp)
+        choice = checkpoint_choice(tmp)
+        pause = after_a_pause(tmp)
         dbos = {mode: dbos_step(tmp, mode, N // 4) for mode in ("default", "WAL+FULL", "WAL+NORMAL")}
 
     rows: list[tuple[str, ...]] = [
@@ -406,11 +558,10 @@ def main() -> list[tuple[str, ...]]:
                     xlabel="earlier calls K",
                     ylabel="µs/call",
                 )
-    med = {name: statistics.median(times) for name, times in floor.items()}
-    mean = {name: statistics.mean(times) for name, times in floor.items()}
+    med = {name: statistics.median(x for run in runs for x in run.samples) for name, runs in regimes.items()}
     for label, name in (
-        ("one 4 KiB write + fdatasync (median)", "fdatasync"),
-        ("raw sqlite3 INSERT+COMMIT, WAL+FULL (median, floor)", "raw"),
+        ("one 4 KiB write + fdatasync, appending (median)", "growing: fdatasync"),
+        ("raw sqlite3 INSERT+COMMIT, WAL+FULL, WAL growing (median, floor)", "growing: raw"),
     ):
         point(
             "P1 SQLite call cost by earlier calls",
@@ -433,31 +584,76 @@ def main() -> list[tuple[str, ...]]:
     ]
     print(table(growth))
     print()
-    n = len(floor["ours"])
+    rounds = len(regimes["growing: ours"])
     sync_rows: list[tuple[str, ...]] = [
-        (f"P1 FULL, medians of {n} interleaved operations", "median µs", "mean µs"),
-        ("one 4 KiB write + fdatasync, appending", f"{med['fdatasync'] * 1e6:.1f}", f"{mean['fdatasync'] * 1e6:.1f}"),
-        ("one 4 KiB write + fdatasync, in place", f"{med['in place'] * 1e6:.1f}", f"{mean['in place'] * 1e6:.1f}"),
-        ("raw sqlite3 INSERT+COMMIT, WAL+FULL (floor)", f"{med['raw'] * 1e6:.1f}", f"{mean['raw'] * 1e6:.1f}"),
-        ("ours: durable call, WAL+FULL, K=100", f"{med['ours'] * 1e6:.1f}", f"{mean['ours'] * 1e6:.1f}"),
-        ("raw sqlite3 - fdatasync (SQLite's own work)", f"{(med['raw'] - med['fdatasync']) * 1e6:.1f}", ""),
-        ("ours - raw sqlite3 (the runtime and the store)", f"{(med['ours'] - med['raw']) * 1e6:.1f}", ""),
-        ("ours - fdatasync (target <= 40)", f"{(med['ours'] - med['fdatasync']) * 1e6:.1f}", ""),
+        (f"P1 FULL, {rounds} interleaved rounds of 100", "median µs", "- that regime's fdatasync, per round")
+    ]
+    for regime, sync_label in (
+        ("growing", "WAL growing (first calls after opening): one 4 KiB write + fdatasync, appending"),
+        ("reused", f"WAL reused (after {WARM} calls): one 4 KiB write + fdatasync, in place"),
+    ):
+        sync = f"{regime}: fdatasync"
+        sync_rows.append((sync_label, f"{med[sync] * 1e6:.1f}", ""))
+        for name, label in (("raw", "raw sqlite3 INSERT+COMMIT, WAL+FULL"), ("ours", "ours: durable call, K=100")):
+            mid, lo, hi = _paired(regimes, f"{regime}: {name}", sync)
+            target = " (target <= 40)" if name == "ours" else ""
+            sync_rows.append(
+                (
+                    f"  {label}",
+                    f"{med[f'{regime}: {name}'] * 1e6:.1f}",
+                    f"{mid * 1e6:+.1f} [{lo * 1e6:+.1f} .. {hi * 1e6:+.1f}]{target}",
+                )
+            )
+    # Means here (a window's time in SQL is a sum), each the median over rounds.
+    in_sql = statistics.median(run.in_sql for run in regimes["reused: ours"])
+    raw_mean = statistics.median(statistics.mean(run.samples) for run in regimes["reused: raw"])
+    sync_rows += [
+        ("raw sqlite3, WAL reused, mean per commit", f"{raw_mean * 1e6:.1f}", ""),
         (
-            f"floor with our CPU: raw sqlite3 + {spin * 1e6:.1f} µs busy CPU per commit, WAL+FULL",
-            f"{med['raw+cpu'] * 1e6:.1f}",
-            f"{mean['raw+cpu'] * 1e6:.1f}",
+            "ours, WAL reused, mean per call in the store's SQL statement (commit and sync)",
+            f"{in_sql * 1e6:.1f}",
+            f"{(in_sql - raw_mean) * 1e6:+.1f} vs raw sqlite3's mean",
         ),
-        ("ours - that floor", f"{(med['ours'] - med['raw+cpu']) * 1e6:.1f}", ""),
+        ("ours outside its SQL statement (runtime + store Python), NORMAL", f"{share['NORMAL'] * 1e6:.1f}", ""),
+        (
+            "ours outside its SQL statement, FULL (the same Python right after a sync)",
+            f"{share['FULL'] * 1e6:.1f}",
+            f"{share['FULL'] / share['NORMAL']:.2f}x NORMAL's",
+        ),
     ]
     print(table(sync_rows))
+    print()
+    ckpt_rows: list[tuple[str, ...]] = [
+        ("P1 first 300 calls after opening, by WAL checkpoint size", "1 000 pages µs/call", "100 pages µs/call")
+    ]
+    for mode in ("FULL", "NORMAL"):
+        ckpt_rows.append(
+            (
+                f"SQLite synchronous={mode}",
+                f"{choice[(mode, 1000)] * 1e6:.1f}",
+                f"{choice[(mode, FULL_WAL_AUTOCHECKPOINT)] * 1e6:.1f}",
+            )
+        )
+    print(table(ckpt_rows))
+    print()
+    pause_rows: list[tuple[str, ...]] = [
+        ("P1 the runtime's own work per call (memory store), after its function", "median µs", "x back to back")
+    ]
+    for kind, label in (
+        ("none", "returns at once (back to back)"),
+        ("busy", "spins 150 µs of busy CPU"),
+        ("sleep", "sleeps 150 µs"),
+        ("fdatasync", "writes 4 KiB in place + fdatasync"),
+    ):
+        pause_rows.append((f"  {label}", f"{pause[kind] * 1e6:.2f}", f"{pause[kind] / pause['none']:.2f}x"))
+    print(table(pause_rows))
     print()
     dbos_rows: list[tuple[str, ...]] = [("P1 DBOS", "µs/step")]
     for mode, t in dbos.items():
         label = "DBOS @step, SQLite " + ("default (rollback journal, FULL)" if mode == "default" else mode)
         dbos_rows.append((label, f"{t * 1e6:.1f}" if t else "n/a (dbos not installed)"))
     print(table(dbos_rows))
-    return rows + growth + sync_rows + dbos_rows
+    return rows + growth + sync_rows + ckpt_rows + pause_rows + dbos_rows
 
 
 if __name__ == "__main__":

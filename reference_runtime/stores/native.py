@@ -165,21 +165,24 @@ def decode_state(data: bytes, location: Location) -> ActionState:
     )
 
 
-#: ``json.dumps(doc, separators=(",", ":"))`` builds this encoder anew on every call; a call record is
-#: encoded on every durable call, so it is built once (the bytes are the same).
-_COMPACT = json.JSONEncoder(separators=(",", ":"))
+#: JSON string literal of a str, escaped as ``json.dumps`` escapes it (ASCII only; the C implementation).
+_quote = json.encoder.encode_basestring_ascii
+
+
+def _b64_or_null(data: bytes | None) -> str:
+    return "null" if data is None else '"' + base64.b64encode(data).decode("ascii") + '"'
 
 
 def encode_call_result(result: CallResult) -> bytes:
-    payload, error, status = result.result_payload, result.exception_payload, result.status
-    doc = {
-        "f": result.function_id,
-        "d": result.args_digest,
-        "r": base64.b64encode(payload).decode("ascii") if payload is not None else None,
-        "e": base64.b64encode(error).decode("ascii") if error is not None else None,
-        "s": status.value if status is not None else None,
-    }
-    return _COMPACT.encode(doc).encode()
+    """The record ``json.dumps({"f", "d", "r", "e", "s"}, separators=(",", ":"))`` would write, byte for
+    byte (a test compares the two), put together directly: it runs on every durable call, and building the
+    dict and walking it costs three times as much."""
+    status = result.status
+    return (
+        f'{{"f":{_quote(result.function_id)},"d":{_quote(result.args_digest)},'
+        f'"r":{_b64_or_null(result.result_payload)},"e":{_b64_or_null(result.exception_payload)},'
+        f'"s":{"null" if status is None else _quote(status.value)}}}'
+    ).encode("ascii")
 
 
 def decode_call_result(data: bytes, location: Location) -> CallResult:

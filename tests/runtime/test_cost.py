@@ -1,4 +1,4 @@
-"""Checkpoints, failover and results share what did not change (spec COST-1..COST-3, COST-5).
+"""Checkpoints, failover and results share what did not change (spec COST-1..COST-3, COST-5, COST-6).
 
 Cost is measured in benchmarks/ (P7, P8); these tests pin down that the cheap structures give exactly
 what a full copy would: a snapshot never sees a later write, a restore puts back exactly the snapshot.
@@ -10,6 +10,7 @@ import copy
 import itertools
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -265,6 +266,41 @@ def test_sqlite_call_record_is_one_statement(tmp_path: Any) -> None:
     assert all(len(s) == 1 and s[0].startswith("INSERT OR REPLACE INTO call_results SELECT") for s in between), between
     plan = [r[-1] for r in store._conn.execute("EXPLAIN QUERY PLAN " + between[0][0]).fetchall()]
     assert plan and all(not p.startswith("SCAN") or p == "SCAN CONSTANT ROW" for p in plan), plan
+
+
+def _wal_bytes(path: Any) -> int:
+    wal = path.with_name(path.name + "-wal")
+    return wal.stat().st_size if wal.exists() else 0
+
+
+def test_sqlite_full_reuses_a_small_wal_and_normal_keeps_the_default(tmp_path: Any) -> None:
+    """COST-6: at FULL the store checkpoints every 100 pages, so 400 calls leave a WAL of about 100 frames
+    (reused from its start after each checkpoint); at NORMAL SQLite's 1 000-page default holds and the same
+    calls grow the WAL past that."""
+    from reference_runtime.stores.sqlite import FULL_WAL_AUTOCHECKPOINT, SqliteStore
+
+    frame = 4096 + 24
+    sizes = {}
+    for mode in ("FULL", "NORMAL"):
+        store = SqliteStore(tmp_path / f"{mode}.db", synchronous=mode)
+        (pages,) = store._conn.execute("PRAGMA wal_autocheckpoint").fetchone()
+        assert pages == (FULL_WAL_AUTOCHECKPOINT if mode == "FULL" else 1000)
+        Runner(TracedCalls, store).run([("k", 400)])
+        sizes[mode] = _wal_bytes(store.path)
+        store.close()
+    # A commit may add a few frames past the threshold before the checkpoint that follows it.
+    assert sizes["FULL"] <= (FULL_WAL_AUTOCHECKPOINT + 16) * frame + 32, sizes
+    assert sizes["NORMAL"] > 2 * (FULL_WAL_AUTOCHECKPOINT + 16) * frame, sizes
+
+
+def test_sqlite_unknown_synchronous_is_refused(tmp_path: Any) -> None:
+    """COST-6: a misspelt ``synchronous`` is one ValueError naming the accepted values; no file is made."""
+    from reference_runtime.stores.sqlite import SqliteStore
+
+    with pytest.raises(ValueError, match=r"synchronous='FUL'.*OFF, NORMAL, FULL, EXTRA"):
+        SqliteStore(tmp_path / "x.db", synchronous="FUL")
+    assert not (tmp_path / "x.db").exists()
+    assert SqliteStore(tmp_path / "y.db", synchronous="full") is not None
 
 
 def test_failover_limit_counts_the_failovers_of_one_run() -> None:

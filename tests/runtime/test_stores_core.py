@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import signal
 import sqlite3
@@ -12,11 +14,15 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reference_runtime import CallResult, CorruptRecordError, InputEvent, Runner
-from reference_runtime.records import ActionRef, ActionState, MemoryUpdate, StateRef
+from reference_runtime.errors import Location
+from reference_runtime.records import ActionRef, ActionState, CallStatus, MemoryUpdate, StateRef
 from reference_runtime.stores.base import ActionStateStore
 from reference_runtime.stores.memory import InMemoryStore
+from reference_runtime.stores.native import decode_call_result, encode_call_result
 from reference_runtime.stores.sqlite import SqliteStore
 
 from . import agents
@@ -174,3 +180,30 @@ def test_runner_on_sqlite_reopened_after_crash(tmp_path: Path) -> None:
     result = runner.run([("k", 1)])
     assert result.outputs == {"k": [60]} and result.failovers == 1
     assert sum(agents.EFFECTS.values()) == 3
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    function_id=st.text(st.characters(exclude_categories=())),
+    digest=st.text(st.characters(exclude_categories=())),
+    payload=st.none() | st.binary(max_size=64),
+    error=st.none() | st.binary(max_size=64),
+    status=st.none() | st.sampled_from(list(CallStatus)),
+)
+def test_call_record_encoding_is_the_compact_json_of_its_fields(
+    function_id: str, digest: str, payload: bytes | None, error: bytes | None, status: CallStatus | None
+) -> None:
+    """COST-5/STORE-1: the call record written on every durable call is, byte for byte, the compact JSON
+    (``json.dumps`` with ``separators=(",", ":")``) of its five fields in this order, and reads back equal;
+    any text in the ids (quotes, control characters, non-ASCII, lone surrogates) is escaped as json does."""
+    record = CallResult(function_id, digest, payload, error, status)
+    doc = {
+        "f": function_id,
+        "d": digest,
+        "r": base64.b64encode(payload).decode() if payload is not None else None,
+        "e": base64.b64encode(error).decode() if error is not None else None,
+        "s": status.value if status is not None else None,
+    }
+    encoded = encode_call_result(record)
+    assert encoded == json.dumps(doc, separators=(",", ":")).encode()
+    assert decode_call_result(encoded, Location("k", 0, "a", 0)) == record
