@@ -562,6 +562,8 @@ def main() -> list[tuple[str, ...]]:
     for label, name in (
         ("one 4 KiB write + fdatasync, appending (median)", "growing: fdatasync"),
         ("raw sqlite3 INSERT+COMMIT, WAL+FULL, WAL growing (median, floor)", "growing: raw"),
+        ("one 4 KiB write + fdatasync, in place (median)", "reused: fdatasync"),
+        ("raw sqlite3 INSERT+COMMIT, WAL+FULL, WAL reused (median, floor)", "reused: raw"),
     ):
         point(
             "P1 SQLite call cost by earlier calls",
