@@ -43,7 +43,7 @@ from reference_runtime import (
     action,
 )
 from reference_runtime.stores.memory import InMemoryStore
-from reference_runtime.stores.sqlite import FULL_WAL_AUTOCHECKPOINT, SqliteStore
+from reference_runtime.stores.sqlite import FULL_WAL_AUTOCHECKPOINT, SqliteStore, wal_autocheckpoint
 
 from ._util import best_of, point, table
 
@@ -262,8 +262,7 @@ def raw_sqlite(tmp: Path, k: int, synchronous: str, shape: tuple[str, int], n: i
     _sync_files(path)
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute(f"PRAGMA synchronous={synchronous}")
-    if synchronous == "FULL":
-        conn.execute(f"PRAGMA wal_autocheckpoint={FULL_WAL_AUTOCHECKPOINT}")
+    conn.execute(f"PRAGMA wal_autocheckpoint={wal_autocheckpoint(synchronous)}")
     insert = "INSERT INTO call_results VALUES (?, ?, ?)"
     for i in range(k, k + warm):
         conn.execute(insert, (key, i, body))

@@ -44,10 +44,19 @@ def _describe(exc: sqlite3.Error) -> str:
     return f"{exc} ({name})" if name else str(exc)
 
 
-#: Synchronous settings that sync the WAL on every commit, and the WAL size (pages) at which they checkpoint.
-_SYNC_EVERY_COMMIT = frozenset({"FULL", "EXTRA"})
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
+#: The WAL size (pages) at which a store that syncs on every commit checkpoints; SQLite's default otherwise.
 FULL_WAL_AUTOCHECKPOINT = 100
+
+
+def wal_autocheckpoint(synchronous: str) -> int:
+    """The WAL size in pages at which a store at ``synchronous`` checkpoints (spec COST-6). A commit that
+    appends to the WAL syncs the file's new size too (a journal commit of the file system), one that
+    rewrites WAL space already there does not: at FULL and EXTRA, which sync every commit, a small WAL is
+    reused from its start after ~50 calls instead of ~500. NORMAL and OFF sync only at checkpoints, so
+    they keep SQLite's 1 000."""
+    return FULL_WAL_AUTOCHECKPOINT if synchronous.upper() in ("FULL", "EXTRA") else 1000
+
 
 _NAMESPACE = re.compile(r"^[A-Za-z0-9_]{0,64}$")
 
@@ -82,12 +91,7 @@ class SqliteStore:
             self._conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=timeout)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute(f"PRAGMA synchronous={synchronous}")
-            if synchronous.upper() in _SYNC_EVERY_COMMIT:
-                # A commit that appends to the WAL syncs the file's new size too (a journal commit of the
-                # file system), one that rewrites WAL space already there does not: a small WAL is reused
-                # from its start after ~50 calls instead of ~500, which on ext4 makes most FULL commits
-                # ~40 % cheaper. NORMAL syncs only at checkpoints, so it keeps SQLite's default (spec COST-6).
-                self._conn.execute(f"PRAGMA wal_autocheckpoint={FULL_WAL_AUTOCHECKPOINT}")
+            self._conn.execute(f"PRAGMA wal_autocheckpoint={wal_autocheckpoint(synchronous)}")
             self._conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
             self._conn.executescript(_SCHEMA.format(p=self._p))
         except sqlite3.Error as exc:
