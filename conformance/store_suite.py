@@ -502,7 +502,7 @@ class ModelConformance:
         run_seed = session_seed(request.config)
         if run_seed is not None:
             machine = seed(run_seed)(machine)
-        run_state_machine_as_test(machine, settings=machine.TestCase.settings)  # type: ignore[no-untyped-call]
+        run_state_machine_as_test(machine, settings=machine.TestCase.settings)
 
 
 class CheckedEvent(Event):
