@@ -98,13 +98,13 @@ def _parse_int(value: object, key: str, minimum: int | None) -> int:
 
 @dataclass(frozen=True)
 class ConfigKey:
-    """One key of the registry: its name, kind, default, accepted values, what it does and its clause."""
+    """One key of the registry: its name, kind, accepted values, what it does and its clause; its default is
+    that of its :class:`RuntimeSettings` field (:attr:`default`)."""
 
     name: str
     kind: Kind
-    #: The field of :class:`RuntimeSettings` the parsed value goes to.
+    #: The field of :class:`RuntimeSettings` the parsed value goes to; its default is the key's default.
     attr: str
-    default: Any
     description: str
     clause: str
     minimum: int | None = None
@@ -125,6 +125,12 @@ class ConfigKey:
                 raise _error(self.name, value, "one of " + ", ".join(map(repr, self.choices)), repr(self.choices[0]))
             return text
         raise AssertionError(f"unhandled kind {self.kind!r}")  # the registry below uses only the kinds above
+
+    @property
+    def default(self) -> Any:
+        """The value of an absent key: the default of its :class:`RuntimeSettings` field, the one place
+        defaults are written."""
+        return getattr(_DEFAULTS, self.attr)
 
     @property
     def default_doc(self) -> str:
@@ -148,42 +154,42 @@ class ConfigKey:
 #: Every key the runtime reads (spec CFG-1). ``action.<name>`` is the one family of keys (:data:`ACTION_KEY`).
 KEYS: tuple[ConfigKey, ...] = (
     ConfigKey(
-        "num-async-threads", "int", "num_async_threads", 32,
+        "num-async-threads", "int", "num_async_threads",
         "Threads of the pool async durable work runs on (`Runner(async_threads=...)` overrides it).",
         "RUN-17", minimum=1,
     ),
     ConfigKey(
-        "tool-call.parallelism", "int", "tool_call_parallelism", None,
+        "tool-call.parallelism", "int", "tool_call_parallelism",
         "Calls of one batch (`durable_execute_all_async`) that run at once.",
         "BAT-3", minimum=1, default_text="the CPU count",
     ),
     ConfigKey(
-        "tool-call.batch.timeout.ms", "duration-ms", "tool_call_batch_timeout_ms", -1,
+        "tool-call.batch.timeout.ms", "duration-ms", "tool_call_batch_timeout_ms",
         "Deadline of a batch in milliseconds on the runtime's clock; <= 0: no deadline.",
         "BAT-6",
     ),
     ConfigKey(
-        "tool-call.async", "bool", "tool_call_async", True,
+        "tool-call.async", "bool", "tool_call_async",
         "The built-in tool-call action runs tools off the runner's thread; off: one at a time on it.",
         "TOOL-3",
     ),
     ConfigKey(
-        "tool-call.parallel", "bool", "tool_call_parallel", True,
+        "tool-call.parallel", "bool", "tool_call_parallel",
         "The built-in tool-call action runs a request's tools as one parallel batch; off: one at a time.",
         "TOOL-3",
     ),
     ConfigKey(
-        "chat.async", "bool", "chat_async", True,
+        "chat.async", "bool", "chat_async",
         "The built-in chat action asks the model off the runner's thread (`durable_execute_async`).",
         "TOOL-5",
     ),
     ConfigKey(
-        "durable-execution.reconcilers", "bool", "reconcilers", True,
+        "durable-execution.reconcilers", "bool", "reconcilers",
         "Test switch: false ignores every reconciler, as if no call had one.",
         "DE-14",
     ),
     ConfigKey(
-        "flink-agents.event-delivery", "enum", "event_delivery", "typed",
+        "flink-agents.event-delivery", "enum", "event_delivery",
         "A `flink_agents` agent's actions get events of the class they were sent as (`typed`) or base `Event`s.",
         "FA-4", choices=("typed", "base"),
     ),
@@ -191,7 +197,7 @@ KEYS: tuple[ConfigKey, ...] = (
 
 #: The ``action.<name>`` family: the action config of action ``<name>`` (a mapping).
 ACTION_KEY = ConfigKey(
-    "action.<name>", "mapping", "action_configs", "{}",
+    "action.<name>", "mapping", "action_configs",
     "What `ctx.action_config` / `get_action_config_value` of action `<name>` read.",
     "FA-6", default_text="`{}`", allowed_text="a mapping; `<name>` an action of the agent",
 )  # fmt: skip
@@ -203,7 +209,8 @@ _NAMES = sorted(_BY_NAME)
 @dataclass(frozen=True, slots=True)
 class RuntimeSettings:
     """The runtime's config, parsed once from a config map by :func:`parse_settings`; modules read these
-    attributes, never the map (spec CFG-2). Each field is the key of :data:`KEYS` with the same ``attr``."""
+    attributes, never the map (spec CFG-2). Each field is the key of :data:`KEYS` with the same ``attr``,
+    and its default here is that key's default: the one table of defaults (the registry reads it)."""
 
     num_async_threads: int = 32
     #: ``None``: the CPU count, read when a batch starts (:attr:`batch_parallelism`).
@@ -228,6 +235,7 @@ class RuntimeSettings:
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 #: The settings of a config without runtime keys, shared: they are immutable (benchmark P4 builds many runners).
+#: They are also every key's default (:attr:`ConfigKey.default`).
 _DEFAULTS = RuntimeSettings()
 
 

@@ -81,14 +81,25 @@ def test_every_settings_field_is_exactly_one_registry_key() -> None:
     assert len({k.name for k in KEYS}) == len(KEYS)
 
 
-def test_registry_defaults_are_the_settings_defaults() -> None:
-    """CFG-1: an empty config gives each key's declared default (the CPU count for tool-call.parallelism)."""
+def test_an_empty_config_gives_the_documented_defaults() -> None:
+    """CFG-1: an empty config gives each key's default (the CPU count for tool-call.parallelism), and the
+    registry reads its defaults from RuntimeSettings, so the two cannot disagree."""
     import os
 
     settings = parse_settings({})
-    for key in KEYS:
-        assert getattr(settings, key.attr) == key.default, key.name
+    assert {k.name: getattr(settings, k.attr) for k in KEYS} == {
+        "num-async-threads": 32,  # RUN-17
+        "tool-call.parallelism": None,
+        "tool-call.batch.timeout.ms": -1,
+        "tool-call.async": True,
+        "tool-call.parallel": True,
+        "chat.async": True,
+        "durable-execution.reconcilers": True,
+        "flink-agents.event-delivery": "typed",
+    }
     assert settings == RuntimeSettings()
+    assert all(key.default == getattr(RuntimeSettings(), key.attr) for key in (*KEYS, ACTION_KEY))
+    assert "default" not in {f.name for f in dataclasses.fields(ConfigKey)}, "a second table of defaults"
     assert settings.batch_parallelism == (os.cpu_count() or 1)
     assert parse_settings({"tool-call.parallelism": "3"}).batch_parallelism == 3
 
