@@ -112,6 +112,9 @@ class ConfigKey:
     #: How the docs show a default computed at parse time (``None``: ``repr``-like text of ``default``).
     default_text: str | None = None
     allowed_text: str | None = None
+    #: A ``Runner`` keyword that is another name for this key: it feeds the same value, parsed the same way,
+    #: and wins over the config map (``None``: none). Kept for options documented before the key existed.
+    alias: str | None = None
 
     def parse(self, value: object) -> Any:
         """``value`` (from a config map) as this key's type; a bad value raises :class:`ConfigError`."""
@@ -155,8 +158,8 @@ class ConfigKey:
 KEYS: tuple[ConfigKey, ...] = (
     ConfigKey(
         "num-async-threads", "int", "num_async_threads",
-        "Threads of the pool async durable work runs on (`Runner(async_threads=...)` overrides it).",
-        "RUN-17", minimum=1,
+        "Threads of the pool async durable work runs on (`Runner(async_threads=...)` is an alias that overrides it).",
+        "RUN-17", minimum=1, alias="async_threads",
     ),
     ConfigKey(
         "tool-call.parallelism", "int", "tool_call_parallelism",
@@ -203,6 +206,7 @@ ACTION_KEY = ConfigKey(
 )  # fmt: skip
 
 _BY_NAME = {k.name: k for k in KEYS}
+_BY_ALIAS = {k.alias: k for k in KEYS if k.alias is not None}
 _NAMES = sorted(_BY_NAME)
 
 
@@ -212,6 +216,8 @@ class RuntimeSettings:
     attributes, never the map (spec CFG-2). Each field is the key of :data:`KEYS` with the same ``attr``,
     and its default here is that key's default: the one table of defaults (the registry reads it)."""
 
+    #: Not Flink Agents' twice the CPU count: durable work is mostly I/O-bound, and the pool must not be what
+    #: caps ``tool-call.parallelism`` (spec RUN-17 and its deviation).
     num_async_threads: int = 32
     #: ``None``: the CPU count, read when a batch starts (:attr:`batch_parallelism`).
     tool_call_parallelism: int | None = None
@@ -239,12 +245,16 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 _DEFAULTS = RuntimeSettings()
 
 
-def parse_settings(config: Mapping[str, Any], *, actions: Iterable[str] | None = None) -> RuntimeSettings:
+def parse_settings(
+    config: Mapping[str, Any], *, actions: Iterable[str] | None = None, aliases: Mapping[str, Any] | None = None
+) -> RuntimeSettings:
     """Parse ``config`` into :class:`RuntimeSettings`.
 
     A value of ``None`` stands for an absent key (its default). A bad value raises :class:`ConfigError`
     naming the key, the value, what is accepted and the fix (spec CFG-3). Unknown keys warn by the rule of
     spec CFG-4 (``actions``: the agent's action names, to check ``action.<name>`` keys; ``None``: unchecked).
+    ``aliases`` maps a key's :attr:`ConfigKey.alias` (a ``Runner`` keyword) to its value, which wins over
+    the key in ``config`` (``None``: not given).
     """
     values: dict[str, Any] = {}
     action_configs: dict[str, Mapping[str, Any]] = {}
@@ -267,9 +277,26 @@ def parse_settings(config: Mapping[str, Any], *, actions: Iterable[str] | None =
             hint = _unknown_key_hint(name)
             if hint is not None:
                 _warn(name, hint)
+    for alias, value in (aliases or {}).items():
+        if value is not None:
+            values[_BY_ALIAS[alias].attr] = _parse_alias(_BY_ALIAS[alias], alias, value)
     if action_configs:
         values["action_configs"] = MappingProxyType(action_configs)
     return RuntimeSettings(**values) if values else _DEFAULTS
+
+
+def _parse_alias(key: ConfigKey, alias: str, value: object) -> Any:
+    """``value`` given as ``Runner(<alias>=value)``: parsed as the key, an error naming both names."""
+    try:
+        return key.parse(value)
+    except ConfigError as exc:
+        raise ConfigError(
+            f"{alias}={safe_repr(value)}: {alias} is another name for config {key.name!r}, which must be "
+            f"{exc.expected}; pass such a value, or leave {alias} out to use the config's (see docs/configuration.md)",
+            key=key.name,
+            value=value,
+            expected=exc.expected,
+        ) from None
 
 
 def _warn(key: str, message: str) -> None:

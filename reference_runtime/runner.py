@@ -228,9 +228,9 @@ class Runner:
         self.clock: Clock = clock or SystemClock()
         self.actions: list[ActionSpec] = agent.actions() + agent.builtin_actions()
         #: The runtime's keys of ``config``, parsed once (spec CFG-2); ``config`` itself is what ``ctx.config`` shows.
-        self.settings: RuntimeSettings = parse_settings(self.config, actions=[spec.name for spec in self.actions])
-        # Durable work is mostly I/O-bound; the pool must not be what caps tool-call.parallelism.
-        self.async_threads = async_threads or self.settings.num_async_threads
+        self.settings: RuntimeSettings = parse_settings(
+            self.config, actions=[spec.name for spec in self.actions], aliases={"async_threads": async_threads}
+        )
         self._sync = not any(spec.is_async for spec in self.actions)
         self._by_type: dict[str, list[ActionSpec]] = {}
         for spec in self.actions:
@@ -310,7 +310,7 @@ class Runner:
         if loop is None:
             _drive(self._process(None))
             return
-        pool = ThreadPoolExecutor(self.async_threads, thread_name_prefix="durable-async")
+        pool = ThreadPoolExecutor(self.settings.num_async_threads, thread_name_prefix="durable-async")
         try:
             try:
                 loop.run_until_complete(self._process(pool))

@@ -81,6 +81,10 @@ def test_self_referencing_memory_values_and_event_attributes_are_typed(agent: ty
         ({"mismatch": "bogus"}, "mismatch='bogus' is not a mismatch mode; use 'lenient' or 'strict'"),
         ({"config": {"num-async-threads": "abc"}}, "'num-async-threads' must be an integer >= 1, got 'abc'"),
         ({"config": {"num-async-threads": 0}}, "'num-async-threads' must be an integer >= 1, got 0"),
+        # The alias is parsed as the key: 0 threads was taken for "not given" before it was one setting.
+        ({"async_threads": 0}, "async_threads=0: async_threads is another name for config 'num-async-threads', "),
+        ({"async_threads": -2}, "which must be an integer >= 1; pass such a value, or leave async_threads out"),
+        ({"async_threads": "many"}, "async_threads='many'"),
         ({"codec": object()}, "codec must implement PayloadCodec"),
         ({"store": "sqlite:/tmp/x.db"}, r"store='sqlite:/tmp/x.db' is a string.*open_store\('sqlite:/tmp/x.db'\)"),
         ({"store": object()}, "store must implement ActionStateStore"),
@@ -95,4 +99,5 @@ def test_bad_options_name_the_option_and_the_fix(options: dict[str, Any], match:
 def test_valid_options_still_accepted() -> None:
     """PAY-8: a numeric string for num-async-threads (as from a config file) is accepted."""
     runner = Runner(Echo, codec=CloudpickleCodec(), mismatch="strict", config={"num-async-threads": "4"})
-    assert runner.async_threads == 4
+    assert runner.settings.num_async_threads == 4
+    assert Runner(Echo, async_threads="3").settings.num_async_threads == 3

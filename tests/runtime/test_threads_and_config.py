@@ -167,15 +167,21 @@ def test_parallelism_defaults_to_the_cpu_count(monkeypatch: pytest.MonkeyPatch, 
 
 @pytest.mark.parametrize(
     ("options", "threads"),
-    [({"config": {"num-async-threads": 2}}, 2), ({"async_threads": 3, "config": {"num-async-threads": 2}}, 3)],
-    ids=["config", "constructor-wins"],
+    [
+        ({"config": {"num-async-threads": 2}}, 2),
+        ({"async_threads": 3, "config": {"num-async-threads": 2}}, 3),
+        ({"async_threads": 2, "config": {}}, 2),
+    ],
+    ids=["config", "alias-wins", "alias-alone"],
 )
 def test_num_async_threads_sizes_the_pool_that_caps_a_batch(options: dict[str, Any], threads: int) -> None:
-    """RUN-17: the async pool has ``num-async-threads`` threads (``Runner(async_threads=...)`` overrides
-    it), so a batch allowed 4 at once runs only that many, on that many threads."""
+    """RUN-17: the async pool has ``num-async-threads`` threads (``Runner(async_threads=...)``, another name
+    for the key, overrides it), so a batch allowed 4 at once runs only that many, on that many threads."""
     reset(target=threads, timeout=10.0, linger=0.2)
     config = {"tool-call.parallelism": 4, **options["config"]}
-    result = Runner(Batch, InMemoryStore(), config=config, async_threads=options.get("async_threads")).run([("k", 4)])
+    runner = Runner(Batch, InMemoryStore(), config=config, async_threads=options.get("async_threads"))
+    assert runner.settings.num_async_threads == threads
+    result = runner.run([("k", 4)])
     assert result.outputs == {"k": [[0, 1, 2, 3]]}
     assert STATE["max"] == threads
     assert len(set(STATE["threads"])) <= threads
