@@ -16,11 +16,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .errors import InvalidValueError, MemoryAccessError
+from .errors import MemoryAccessError
 from .identity import CallContext
-from .limits import safe_repr
 from .records import MemoryUpdate
-from .values import check_text, check_value
+from .values import memory_value
 
 MemoryType = Literal["short_term", "sensory"]
 NESTED_OBJECT = "NestedObject"
@@ -88,49 +87,6 @@ class Item:
         if self.is_object:
             return f"Item(object, children={self.children!r})"
         return f"Item(value={self.value!r})"
-
-
-def validate_value(value: Any, breadcrumb: str, _depth: int = 0) -> Any:
-    """A deep copy of ``value`` if memory may hold it, else ``TypeError`` naming the offending path.
-    A self-referencing or too deeply nested value, a lone surrogate or an integer too long to store raise
-    :class:`InvalidValueError` (a ``TypeError``) before the store sees them (spec PAY-7)."""
-    if value is None or isinstance(value, bool | float):
-        return value
-    if isinstance(value, str):
-        if not value.isascii():
-            check_text(value, f"value at memory path {breadcrumb[:200]}")
-        return value
-    if isinstance(value, int):
-        if value.bit_length() > 14_284:
-            check_value(value, f"value at memory path {breadcrumb[:200]}")
-        return value
-    if isinstance(value, bytes):
-        return bytes(value)
-    if _depth >= _MAX_DEPTH and isinstance(value, list | dict):
-        raise InvalidValueError(
-            f"value at memory path {breadcrumb[:200]} refers to itself or nests deeper than {_MAX_DEPTH} "
-            "levels; store a tree without cycles"
-        )
-    if isinstance(value, list):
-        return [validate_value(v, f"{breadcrumb}[{i}]", _depth + 1) for i, v in enumerate(value)]
-    if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise TypeError(f"value at memory path {breadcrumb[:200]} has a non-string key {safe_repr(k)}")
-            if not k.isascii():
-                check_text(k, f"a key at memory path {breadcrumb[:200]}")
-            out[k] = validate_value(v, f"{breadcrumb}[{k!r}]", _depth + 1)
-        return out
-    raise TypeError(
-        f"value at memory path {breadcrumb[:200]} is a {type(value).__name__}; memory holds None, bool, int, "
-        "float, str, bytes, list and dict with str keys"
-    )
-
-
-# Memory values nest at most this deep: deeper (or self-referencing) values are refused before the
-# recursive copy above can reach Python's recursion limit.
-_MAX_DEPTH = 200
 
 
 def _split(path: str) -> list[str]:
@@ -328,7 +284,7 @@ class MemoryView:
 
     def set(self, path: str, value: Any) -> None:
         _split(path)
-        clean = validate_value(value, repr(path))
+        clean = memory_value(value, f"value at memory path {path!r}")
         existing = self.item(path)
         if existing is not None and existing.is_object:
             raise ValueError(f"cannot overwrite the object at memory path {path!r} with a value")

@@ -65,6 +65,15 @@ def test_bad_inputs_are_refused_before_anything_is_stored(
     assert Runner(Echo, store).run([("k", [1, "ok"])]).outputs == {"k": [[1, "ok"]]}
 
 
+def test_the_first_offending_item_of_an_input_is_the_one_named() -> None:
+    """PAY-7: of several bad items the first is named, as for memory values (inputs and event attributes
+    named the last one, since their walk popped items from the end)."""
+    with pytest.raises(InvalidValueError, match=r"input #0 \(key='k'\)\[0\] is a set"):
+        Runner(Echo).run([("k", [{1}, object()])])
+    with pytest.raises(InvalidValueError, match=r"input #0 \(key='k'\)\['a'\] is a set"):
+        Runner(Echo).run([("k", {"a": {1}, "b": object()})])
+
+
 @pytest.mark.parametrize("agent", [SelfRefMemory, SelfRefEvent])
 def test_self_referencing_memory_values_and_event_attributes_are_typed(agent: type[Agent]) -> None:
     """PAY-7: a self-referencing memory value or event attribute used to raise a raw RecursionError."""

@@ -12,6 +12,7 @@ from reference_runtime import (
     Event,
     FaultInjector,
     InputEvent,
+    InvalidValueError,
     MemoryAccessError,
     MemoryRef,
     OutputEvent,
@@ -19,6 +20,7 @@ from reference_runtime import (
     Runner,
     RunnerContext,
     action,
+    set_decode_limits,
 )
 from reference_runtime.memory import NESTED_OBJECT, FlatMemory, MemoryObject, MemoryView
 from reference_runtime.stores.memory import InMemoryStore
@@ -75,6 +77,75 @@ def test_invalid_values_raise_type_error_with_breadcrumb(value: Any, breadcrumb:
         mem.set("x", value)
     assert f"value at memory path {breadcrumb} " in str(info.value)
     assert not mem.is_exist("x")
+
+
+def _nested(levels: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("value", [{1, 2}, {1: "a"}, (1, 2), bytearray(b"x"), [[1], {"k": object()}]])
+def test_a_value_memory_cannot_hold_is_an_invalid_value_error(value: Any) -> None:
+    """MEM-2, PAY-7: memory refuses what it cannot hold with the one value error of the runtime (a TypeError,
+    as MEM-2 asks, and the InvalidValueError of PAY-7); memory used to raise a plain TypeError."""
+    _, _, mem = fresh()
+    with pytest.raises(InvalidValueError, match="value at memory path 'x'"):
+        mem.set("x", value)
+    assert not mem.is_exist("x")
+
+
+def test_memory_nesting_is_bounded_by_the_decode_limit_max_depth() -> None:
+    """PAY-7, LIM-1: memory values nest at most max_depth levels, the limit decoders read back with; memory
+    used a fixed 200 of its own, so raising or lowering the limit did not apply to memory."""
+    _, _, mem = fresh()
+    previous = set_decode_limits(max_depth=300)
+    try:
+        mem.set("deep", _nested(250))  # beyond memory's old fixed 200
+        assert mem.get("deep") == _nested(250)
+        with pytest.raises(InvalidValueError, match="nests deeper than max_depth=300"):
+            mem.set("deeper", _nested(301))
+        set_decode_limits(max_depth=5)
+        mem.set("five", _nested(5))
+        with pytest.raises(
+            InvalidValueError, match=r"value at memory path 'six'\[0\]\[0\]\[0\]\[0\]\[0\] nests deeper"
+        ):
+            mem.set("six", _nested(6))
+    finally:
+        set_decode_limits(previous)
+
+
+def test_a_self_referencing_memory_value_is_named_as_such() -> None:
+    """PAY-7: a cycle is reported as a cycle; memory used to report it as "refers to itself or nests deeper
+    than 200 levels" after walking 200 levels of it."""
+    _, _, mem = fresh()
+    cycle: list[Any] = [1]
+    cycle.append({"again": cycle})
+    with pytest.raises(InvalidValueError, match=r"value at memory path 'x'\[1\]\['again'\] refers to itself;"):
+        mem.set("x", cycle)
+
+
+def test_memory_copies_what_it_checks() -> None:
+    """MEM-3: the checked value is a copy, order and types kept (a bytes subclass becomes bytes)."""
+
+    class Blob(bytes):
+        pass
+
+    _, _, mem = fresh()
+    value = {"b": [1, Blob(b"x")], "a": {"n": None, "f": 1.5, "s": "é"}}
+    mem.set("v", value)
+    stored = mem.get("v")
+    assert stored == value and list(stored) == ["b", "a"] and type(stored["b"][1]) is bytes
+    value["a"]["n"] = 2
+    assert mem.get("v.a") is None and mem.get("v")["a"]["n"] is None
+
+
+def test_the_first_offending_item_is_the_one_named() -> None:
+    """PAY-7: of several bad items in a memory value, the first is named."""
+    _, _, mem = fresh()
+    with pytest.raises(InvalidValueError, match=r"'x'\[0\] is a set"):
+        mem.set("x", [{1}, object()])
 
 
 def test_flat_path_map_with_object_children() -> None:
