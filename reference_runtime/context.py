@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -40,8 +39,6 @@ class RunnerContext:
         self._settings = settings
         self._action_config = action_config
         self._owner = owner
-        # A test switch (spec DE-14), to explore what recovery does when no reconciler is available.
-        self._reconcilers = settings.reconcilers
         self.sent: list[Event] = []
         #: Test-supplied resources by name (``Runner(resources=...)``), read by the flink_agents adapter.
         self.resources: Mapping[str, Any] = resources or {}
@@ -118,12 +115,8 @@ class RunnerContext:
         check_action_access(self._owner, "durable_execute")
         if is_two_phase(func):
             check_arguments(func, args, kwargs, reconciler)
-            return execute_two_phase(
-                self._execution, cast(TwoPhaseCommit, func), durable_id, reconcilers=self._reconcilers, retry=retry
-            )
-        return self._execution.execute(
-            func, args, kwargs, reconciler=reconciler if self._reconcilers else None, durable_id=durable_id, retry=retry
-        )
+            return execute_two_phase(self._execution, cast(TwoPhaseCommit, func), durable_id, retry=retry)
+        return self._execution.execute(func, args, kwargs, reconciler=reconciler, durable_id=durable_id, retry=retry)
 
     def durable_call(
         self,
@@ -136,9 +129,7 @@ class RunnerContext:
         """:meth:`durable_execute` with the arguments as a tuple and a dict, so no keyword of ``func`` is
         taken for an option (the flink_agents adapter reserves ``reconciler`` only, as Flink Agents does)."""
         check_action_access(self._owner, "durable_execute")
-        return self._execution.execute(
-            func, tuple(args), dict(kwargs), reconciler=reconciler if self._reconcilers else None
-        )
+        return self._execution.execute(func, tuple(args), dict(kwargs), reconciler=reconciler)
 
     def durable_call_async(
         self,
@@ -150,8 +141,8 @@ class RunnerContext:
     ) -> Awaitable[Any]:
         """:meth:`durable_execute_async` with the arguments as a tuple and a dict (see :meth:`durable_call`)."""
         check_action_access(self._owner, "durable_execute_async")
-        ex, rec = self._execution, reconciler if self._reconcilers else None
-        return DurableAwaitable(lambda: ex.execute_async(func, tuple(args), dict(kwargs), reconciler=rec))
+        ex = self._execution
+        return DurableAwaitable(lambda: ex.execute_async(func, tuple(args), dict(kwargs), reconciler=reconciler))
 
     def durable_execute_async(
         self,
@@ -168,19 +159,10 @@ class RunnerContext:
         if is_two_phase(func):
             check_arguments(func, args, kwargs, reconciler)
             return DurableAwaitable(
-                lambda: execute_two_phase_async(
-                    ex, cast(TwoPhaseCommit, func), durable_id, reconcilers=self._reconcilers, retry=retry
-                )
+                lambda: execute_two_phase_async(ex, cast(TwoPhaseCommit, func), durable_id, retry=retry)
             )
         return DurableAwaitable(
-            lambda: ex.execute_async(
-                func,
-                args,
-                kwargs,
-                reconciler=reconciler if self._reconcilers else None,
-                durable_id=durable_id,
-                retry=retry,
-            )
+            lambda: ex.execute_async(func, args, kwargs, reconciler=reconciler, durable_id=durable_id, retry=retry)
         )
 
     def durable_execute_all_async(self, calls: list[DurableCall]) -> Awaitable[list[Outcome]]:
@@ -189,6 +171,4 @@ class RunnerContext:
         from .batch import run_batch
 
         ex, settings = self._execution, self._settings
-        if not self._reconcilers:
-            calls = [dataclasses.replace(c, reconciler=None) for c in calls]
         return DurableAwaitable(lambda: run_batch(ex, list(calls), settings))

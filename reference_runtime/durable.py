@@ -157,6 +157,9 @@ class ActionExecution:
     clock: Clock = field(default_factory=SystemClock)
     failovers: int = 0
     """Failovers before this execution, stamped on its journal entries as their ``attempt``."""
+    reconcilers: bool = True
+    """The test switch ``durable-execution.reconcilers`` (spec DE-14): off, every call runs as if it had no
+    reconciler. Applied here, where every durable call opens its slot, so no entry point can miss it."""
 
     def __post_init__(self) -> None:
         # Looked up once per action rather than on every durable call: this is the hot path (P4).
@@ -278,6 +281,8 @@ class ActionExecution:
         all its new slots in one persist (BAT-2)."""
         if reconciler is not None:
             validate_reconciler(reconciler)
+            if not self.reconcilers:
+                reconciler = None
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise TypeError(f"retry must be a RetryPolicy(...) or None, got {type(retry).__name__}")
         fid = durable_id if durable_id is not None else function_id(func)

@@ -471,6 +471,7 @@ class Runner:
             pool,
             clock=self.clock,
             failovers=self.failovers,
+            reconcilers=self.settings.reconcilers,
         )
         stm_view, sens_view = MemoryView(short_term), MemoryView(sensory)
         ctx = RunnerContext(

@@ -137,13 +137,10 @@ def _committed_unrecorded(error: DurableError, name: str) -> None:
 class _Plan:
     """The three calls of one two-phase operation, as (function, args, options) for ``ActionExecution``."""
 
-    def __init__(
-        self, op: TwoPhaseCommit, durable_id: str | None, reconcilers: bool, retry: RetryPolicy | None
-    ) -> None:
+    def __init__(self, op: TwoPhaseCommit, durable_id: str | None, retry: RetryPolicy | None) -> None:
         self.op = op
         self.base = durable_id if durable_id is not None else function_id(type(op))
         self.identity = identity(op)
-        self.reconcilers = reconcilers
         self.retry = retry
 
     def prepare(self) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
@@ -154,12 +151,11 @@ class _Plan:
         )
 
     def commit(self, prepared: Any) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
-        # Without reconcilers (DE-14) a commit crashed after its effect simply runs again.
-        reconciler = _reconciler(self.op, prepared) if self.reconcilers else None
+        # With the reconciler switch off (DE-14) the execution drops it: a commit crashed after its effect runs again.
         return (
             functools.partial(_commit, self.op),
             (self.identity, prepared),
-            {"durable_id": f"{self.base}#commit", "retry": self.retry, "reconciler": reconciler},
+            {"durable_id": f"{self.base}#commit", "retry": self.retry, "reconciler": _reconciler(self.op, prepared)},
         )
 
     def abort(self, prepared: Any) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
@@ -198,11 +194,10 @@ def execute_two_phase(
     op: TwoPhaseCommit,
     durable_id: str | None = None,
     *,
-    reconcilers: bool = True,
     retry: RetryPolicy | None = None,
 ) -> Any:
     """Prepare, commit (abort if commit fails); returns what ``commit`` returned."""
-    steps = _steps(_Plan(op, durable_id, reconcilers, retry))
+    steps = _steps(_Plan(op, durable_id, retry))
     result: Any = None
     error: Exception | None = None
     while True:
@@ -221,11 +216,10 @@ async def execute_two_phase_async(
     op: TwoPhaseCommit,
     durable_id: str | None = None,
     *,
-    reconcilers: bool = True,
     retry: RetryPolicy | None = None,
 ) -> Any:
     """The ``durable_execute_async`` form of :func:`execute_two_phase` (work on the async pool)."""
-    steps = _steps(_Plan(op, durable_id, reconcilers, retry))
+    steps = _steps(_Plan(op, durable_id, retry))
     result: Any = None
     error: Exception | None = None
     while True:
