@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .records import StateRef
 
 
 @dataclass(frozen=True)
@@ -16,6 +20,11 @@ class Location:
 
     def __str__(self) -> str:
         return ", ".join(location_parts(self.key, self.seq, self.action, self.call_index)) or "<no location>"
+
+
+def location(ref: StateRef, call_index: int | None = None) -> Location:
+    """Where the action state ``ref`` is, and its call ``call_index`` if given: what a store names in its errors."""
+    return Location(ref.key, ref.seq, ref.action.name, call_index)
 
 
 def location_parts(key: str | None, seq: int | None, action: str | None, call_index: int | None) -> list[str]:

@@ -12,7 +12,7 @@ import hashlib
 import hmac
 import json
 
-from .errors import Location, SignatureError
+from .errors import SignatureError, location
 from .records import ActionState, StateRef
 from .stores.native import encode_state
 
@@ -43,7 +43,7 @@ class StateSigner:
         state.signature = self._mac(self.key, ref, state)
 
     def verify(self, ref: StateRef, state: ActionState) -> None:
-        loc = Location(ref.key, ref.seq, ref.action.name)
+        loc = location(ref)
         if state.signature is None:
             raise SignatureError(
                 "action state header is not signed but an HMAC key is configured (a forged record, or one "

@@ -11,14 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NoReturn
 
-from ..errors import Location, StoreError, StoreFailedError
+from ..errors import Location, StoreError, StoreFailedError, location
 from ..records import ActionState, CallResult, StateRef
 from .base import ActionStateStore, RecoveryMarker
 from .forwarding import ForwardingStore
-
-
-def _loc(ref: StateRef, index: int | None = None) -> Location:
-    return Location(ref.key, ref.seq, ref.action.name, index)
 
 
 class FailFastStore(ForwardingStore):
@@ -44,7 +40,7 @@ class FailFastStore(ForwardingStore):
         try:
             self.inner.put(ref, state)
         except StoreError as exc:
-            self._fail("put", _loc(ref), exc)
+            self._fail("put", location(ref), exc)
 
     def get(self, ref: StateRef) -> ActionState | None:
         if self.failure is not None:
@@ -52,7 +48,7 @@ class FailFastStore(ForwardingStore):
         try:
             return self.inner.get(ref)
         except StoreError as exc:
-            self._fail("get", _loc(ref), exc)
+            self._fail("get", location(ref), exc)
 
     def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
         if self.failure is not None:
@@ -60,7 +56,7 @@ class FailFastStore(ForwardingStore):
         try:
             self.inner.put_call_results(ref, index, results)
         except StoreError as exc:
-            self._fail("put_call_results", _loc(ref, index), exc)
+            self._fail("put_call_results", location(ref, index), exc)
 
     def truncate_call_results(self, ref: StateRef, index: int) -> None:
         if self.failure is not None:
@@ -68,7 +64,7 @@ class FailFastStore(ForwardingStore):
         try:
             self.inner.truncate_call_results(ref, index)
         except StoreError as exc:
-            self._fail("truncate_call_results", _loc(ref, index), exc)
+            self._fail("truncate_call_results", location(ref, index), exc)
 
     def prune_state(self, key: str, seq: int) -> None:
         if self.failure is not None:

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..errors import Location, StoreError
+from ..errors import StoreError, location
 from ..records import ActionState, CallResult, StateRef
 from .base import RecoveryMarker
 from .keyindex import KeyIndex
@@ -23,10 +23,6 @@ class _Entry:
     header: bytes
     # Call results are immutable values: kept as they are, no encoding or copy needed.
     calls: list[CallResult] = field(default_factory=list)
-
-
-def _loc(ref: StateRef, index: int | None = None) -> Location:
-    return Location(ref.key, ref.seq, ref.action.name, index)
 
 
 class InMemoryStore:
@@ -64,7 +60,7 @@ class InMemoryStore:
                 self._drop(ref.key, lambda seq: seq > ref.seq)
                 return None
             header, calls = entry.header, list(entry.calls)
-        state = decode_state(header, _loc(ref))
+        state = decode_state(header, location(ref))
         state.call_results = calls
         return state
 
@@ -72,7 +68,7 @@ class InMemoryStore:
         with self._lock:
             entry = self._entries.get(ref.state_key)
             if entry is None:
-                raise StoreError(f"no action state to add call results to [{_loc(ref, index)}]")
+                raise StoreError(f"no action state to add call results to [{location(ref, index)}]")
             calls = entry.calls
             if index == len(calls) and len(results) == 1:
                 calls.append(results[0])  # the common case: one new record at the end

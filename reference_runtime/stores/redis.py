@@ -32,7 +32,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from ..errors import Location, StoreDataLostError, StoreError
+from ..errors import Location, StoreDataLostError, StoreError, location
 from ..records import ActionState, CallResult, StateRef
 from .base import RecoveryMarker
 from .native import decode_call_result, decode_state, encode_call_result, encode_state
@@ -96,10 +96,6 @@ _MARK = """
 redis.call('SET', KEYS[1], ARGV[1], 'NX')
 return {redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2])}
 """
-
-
-def _loc(ref: StateRef, index: int | None = None) -> Location:
-    return Location(ref.key, ref.seq, ref.action.name, index)
 
 
 class RedisStore:
@@ -203,7 +199,7 @@ class RedisStore:
                 f"{self.namespace}:writes",
             ],
             [ref.key, ref.seq, ref.action.name, header, ref.state_key, *calls],
-            f"put [{_loc(ref)}]",
+            f"put [{location(ref)}]",
         )
 
     def get(self, ref: StateRef) -> ActionState | None:
@@ -216,13 +212,13 @@ class RedisStore:
                 f"{self.namespace}:writes",
             ],
             [ref.seq, f"{self.namespace}:"],
-            f"get [{_loc(ref)}]",
+            f"get [{location(ref)}]",
         )
         if not found:
             return None
         header, calls = found
-        state = decode_state(bytes(header), _loc(ref))
-        state.call_results = [decode_call_result(bytes(c), _loc(ref, i)) for i, c in enumerate(calls)]
+        state = decode_state(bytes(header), location(ref))
+        state.call_results = [decode_call_result(bytes(c), location(ref, i)) for i, c in enumerate(calls)]
         return state
 
     def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
@@ -233,19 +229,19 @@ class RedisStore:
             self._put_calls,
             [f"{self.namespace}:state:{sk}", f"{self.namespace}:calls:{sk}"],
             [index, *body],
-            lambda: f"put_call_results [{_loc(ref, index)}]",
+            lambda: f"put_call_results [{location(ref, index)}]",
         )
         if out == -1:
-            raise StoreError(f"no action state to add call results to [{_loc(ref, index)}]")
+            raise StoreError(f"no action state to add call results to [{location(ref, index)}]")
         if out < -1:
-            raise StoreError(f"call index {index} leaves a gap after {-2 - out} records [{_loc(ref, index)}]")
+            raise StoreError(f"call index {index} leaves a gap after {-2 - out} records [{location(ref, index)}]")
 
     def truncate_call_results(self, ref: StateRef, index: int) -> None:
         self._call(
             self._truncate,
             [self._k("calls", ref.state_key), f"{self.namespace}:writes"],
             [index],
-            f"truncate_call_results [{_loc(ref, index)}]",
+            f"truncate_call_results [{location(ref, index)}]",
         )
 
     def prune_state(self, key: str, seq: int) -> None:

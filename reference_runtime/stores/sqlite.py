@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from ..errors import CorruptRecordError, Location, StoreError
+from ..errors import CorruptRecordError, Location, StoreError, location
 from ..records import ActionState, CallResult, StateRef
 from .base import RecoveryMarker
 from .native import decode_call_result, decode_state, encode_call_result, encode_state
@@ -59,10 +59,6 @@ def wal_autocheckpoint(synchronous: str) -> int:
 
 
 _NAMESPACE = re.compile(r"^[A-Za-z0-9_]{0,64}$")
-
-
-def _loc(ref: StateRef, index: int | None = None) -> Location:
-    return Location(ref.key, ref.seq, ref.action.name, index)
 
 
 class SqliteStore:
@@ -189,13 +185,13 @@ class SqliteStore:
                     f"SELECT idx, body FROM {self._p}call_results WHERE state_key = ? ORDER BY idx", (ref.state_key,)
                 ).fetchall()
             except sqlite3.Error as exc:
-                raise StoreError(f"SQLite store {self.url} read failed [{_loc(ref)}]: {_describe(exc)}") from exc
-        state = decode_state(row[0], _loc(ref))
+                raise StoreError(f"SQLite store {self.url} read failed [{location(ref)}]: {_describe(exc)}") from exc
+        state = decode_state(row[0], location(ref))
         results = []
         for expected, (idx, body) in enumerate(calls):
             if idx != expected:
-                raise CorruptRecordError(f"call results have a gap before index {idx}", _loc(ref, expected))
-            results.append(decode_call_result(body, _loc(ref, idx)))
+                raise CorruptRecordError(f"call results have a gap before index {idx}", location(ref, expected))
+            results.append(decode_call_result(body, location(ref, idx)))
         state.call_results = results
         return state
 
@@ -233,11 +229,11 @@ class SqliteStore:
             f"SELECT 1 FROM {self._p}action_states WHERE state_key = ?", (ref.state_key,)
         ).fetchone()
         if exists is None:
-            raise StoreError(f"no action state to add call results to [{_loc(ref, index)}]")
+            raise StoreError(f"no action state to add call results to [{location(ref, index)}]")
         (count,) = self._conn.execute(
             f"SELECT COALESCE(MAX(idx) + 1, 0) FROM {self._p}call_results WHERE state_key = ?", (ref.state_key,)
         ).fetchone()
-        raise StoreError(f"call index {index} leaves a gap after {count} records [{_loc(ref, index)}]")
+        raise StoreError(f"call index {index} leaves a gap after {count} records [{location(ref, index)}]")
 
     def truncate_call_results(self, ref: StateRef, index: int) -> None:
         self._tx([(f"DELETE FROM {self._p}call_results WHERE state_key = ? AND idx >= ?", (ref.state_key, index))])
