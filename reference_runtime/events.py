@@ -68,17 +68,6 @@ class Event:
         """Instance fields besides ``attributes`` that a store keeps with the event (spec EVT-1)."""
         return dict(getattr(self, "__dict__", {}))
 
-    def as_base(self) -> Event:
-        """The same event as a plain :class:`Event` (what a store hands back)."""
-        return Event(
-            self.type,
-            self.attributes,
-            id=self.id,
-            java_class=self.java_class,
-            upstream_event_id=self.upstream_event_id,
-            upstream_action_name=self.upstream_action_name,
-        )
-
 
 class InputEvent(Event):
     """The event the runner sends for each input record."""

@@ -32,9 +32,6 @@ class Phase(enum.StrEnum):
         return self.value
 
 
-CALL_PHASES = (Phase.BEFORE_CALL, Phase.AFTER_PENDING, Phase.AFTER_EFFECT, Phase.AFTER_RECORD)
-
-
 class FaultPoint(NamedTuple):
     """One reached fault point. ``call_index`` is set for call phases, ``action`` for action phases.
 
@@ -208,13 +205,3 @@ class CrashNotReachedError(DurableError, AssertionError):
 
 def _ignore(point: FaultPoint) -> None:
     return None
-
-
-class NoFaults:
-    """The injector used when nothing is injected: it costs one method call per point."""
-
-    trace: list[FaultPoint] = []
-    fired: list[FaultPoint] = []
-
-    def reach(self, point: FaultPoint) -> None:
-        return None

@@ -58,9 +58,6 @@ class CallResult(NamedTuple):
         # Only an explicit PENDING is not terminal (a legacy record, status None, never is).
         return self.status is not _PENDING
 
-    def matches(self, function_id: str, args_digest: str) -> bool:
-        return self.function_id == function_id and self.args_digest == args_digest
-
 
 #: Looked up once: enum class attribute access is slow on CPython 3.11, and replays ask per call.
 _PENDING = CallStatus.PENDING
