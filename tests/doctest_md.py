@@ -7,7 +7,8 @@
 * ``sh``/``console`` blocks: each line starting with ``durable ``, ``pytest `` or ``python -m pytest``
   (after a ``$ `` prompt and ``VAR=value`` assignments) runs in that directory and must exit 0, or N after
   ``<!-- doctest: exit=N -->``. Other lines (installs, scripts) are not run.
-* ``toml``/``json`` blocks are parsed; ``text`` (output) and ``markdown`` (examples of Markdown) are not run.
+* ``toml``/``json`` blocks are parsed; ``text`` (output), ``markdown`` (examples of Markdown) and ``mermaid``
+  (diagrams, checked by their own tests) are not run.
 * ``<!-- doctest: skip reason="..." -->`` skips one block; the reason is required.
 
 Every failure names ``file:line`` of the block's opening fence.
@@ -30,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PYTHON = frozenset({"python", "py"})
 SHELL = frozenset({"sh", "console", "bash", "shell"})
 PARSED = frozenset({"toml", "json"})
-OUTPUT = frozenset({"text", "markdown"})
+OUTPUT = frozenset({"text", "markdown", "mermaid"})
 RUN_PREFIXES = ("durable ", "pytest ", "python -m pytest")
 COMMAND_TIMEOUT = 300
 
