@@ -29,7 +29,7 @@ import uuid
 from typing import Any
 
 from ..errors import Location, WireFormatError
-from ..events import Event
+from ..events import BASE_EVENT_CLASS, Event
 from ..records import ActionState, CallResult, CallStatus, MemoryUpdate
 from . import kryo
 from .actionstate import EVENT_CLASSES, INPUT_EVENT, OUTPUT_EVENT
@@ -94,7 +94,9 @@ def _event(raw: Any, path: str, location: Location | None) -> Event:
             _PYTHON_TYPES.get(event_type, event_type or "_unknown_event"),
             attributes,
             id=_uuid(body.get("id", raw.get("id")), f"{path}.eventJsonStr.id", location),
-            java_class=cls,
+            # A Python event is the base Event in every later format: written back (a delta, a migration),
+            # it must not name PythonEvent, which no later engine has (WIRE-12).
+            java_class=BASE_EVENT_CLASS,
         )
     if cls not in EVENT_CLASSES:
         raise _fail(f"@class {cls!r} is not an event class 0.2.0 wrote", f"{path}.@class", location)

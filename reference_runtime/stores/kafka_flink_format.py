@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import Location, StoreError, WireFormatError
+from ..events import BASE_EVENT_CLASS
 from ..records import ActionState, CallResult, StateRef
 from ..serde.actionstate import (
     JavaActionState,
@@ -282,6 +283,8 @@ def _why_not_020(raw: Any) -> str | None:
         if event is None:
             continue
         cls = event.get("@class") if isinstance(event, dict) else None
+        if cls == BASE_EVENT_CLASS:
+            return f"{path} is the base Event, abstract in 0.2.0 (a Python event there is a PythonEvent)"
         if cls not in _EVENT_FIELDS_020:
             return f"{path} is a {cls or 'untyped'} event; 0.2.0 reads PythonEvent, InputEvent and OutputEvent only"
         extra = set(event) - _EVENT_BASE_FIELDS_020 - _EVENT_FIELDS_020[cls]
