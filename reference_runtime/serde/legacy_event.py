@@ -1,4 +1,4 @@
-"""Python events as Flink Agents 0.2.0 carries them in a ``PythonEvent`` (spec WIRE-10, WIRE-12).
+"""Python events as Flink Agents 0.2.0 carries them in a ``PythonEvent`` (spec WIRE-10, WIRE-11).
 
 0.2.0 wraps every event of a Python agent in the Java class ``PythonEvent``: ``event`` is
 ``cloudpickle.dumps`` of the pydantic event object (``flink_agents.api.events.event.InputEvent`` or

@@ -141,7 +141,7 @@ def test_topic_owner_from_the_live_records() -> None:
 
 
 def test_url_names_the_version_and_migration() -> None:
-    """WIRE-12, KSTORE-6: `version` and `migrate` are options of the Flink Agents format only."""
+    """WIRE-12, KSTORE-9: `version` and `migrate` are options of the Flink Agents format only."""
     parsed = parse_kafka_url("kafka://h:1/t?format=flink-agents&version=0.2&migrate=true")
     assert dict(parsed.options) == {"version": "0.2", "migrate": "true"}
     for bad, why in [
@@ -221,6 +221,7 @@ def test_the_runtime_writes_the_real_jobs_topic_in_a_020_topic(tansu: str) -> No
         ours = [(k, v) for _p, _o, k, v in read_topic(tansu, store.topic) if v is not None]
     finally:
         store.close()
+
     # Keys run one after another here and interleave in the job: compare each state's records in order.
     def by_key(records: list[tuple[str, bytes]]) -> dict[str, list[bytes]]:
         out: dict[str, list[bytes]] = {}
@@ -298,7 +299,7 @@ def test_a_state_020_cannot_hold_fails_with_its_location(tansu: str) -> None:
         store.put(ref, ActionState(task_event=event))
         with pytest.raises(TopicFormatError, match=r"PENDING.*key='a'.*seq=0.*action='count'"):
             store.put_call_results(ref, 0, [CallResult.pending("m.f", "d")])
-        with pytest.raises(TopicFormatError, match="not the key a Flink Agents 0.2 job files"):
+        with pytest.raises(TopicFormatError, match=r"not the key a Flink Agents 0\.2 job files"):
             store.put(StateRef("a", 1, count, event, "a_1_x_y"), ActionState(task_event=event))
         assert len([v for *_, v in read_topic(tansu, store.topic)]) == 1
     finally:
@@ -327,5 +328,6 @@ def test_inspect_says_which_engine_reads_each_state(tansu: str, capsys: pytest.C
     assert out.count("NOT READABLE by no owning engine: only the 0.3 engine reads it") == 1
     code, out = _inspect(capsys, url + "&version=0.2", "--json")
     views = {v["state_key"]: v["engine"] for v in json.loads(out)}
-    assert code == 1 and views["z_0_poison"]["readable"] is False and "abstract in 0.2.0" in views["z_0_poison"]["reason"]
+    poisoned = views["z_0_poison"]
+    assert code == 1 and poisoned["readable"] is False and "abstract in 0.2.0" in poisoned["reason"]
     assert sum(e["readable"] for e in views.values()) == 4 and {e["owner"] for e in views.values()} == {"0.2"}
