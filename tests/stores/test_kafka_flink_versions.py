@@ -331,3 +331,46 @@ def test_inspect_says_which_engine_reads_each_state(tansu: str, capsys: pytest.C
     poisoned = views["z_0_poison"]
     assert code == 1 and poisoned["readable"] is False and "abstract in 0.2.0" in poisoned["reason"]
     assert sum(e["readable"] for e in views.values()) == 4 and {e["owner"] for e in views.values()} == {"0.2"}
+
+
+class Shipped(Event):
+    """A user event with an instance field: the current format keeps its class in `__durable_py__` (WIRE-9)."""
+
+    def __init__(self, order: str) -> None:
+        super().__init__("shipped", {"order": order})
+        self.carrier = "post"
+
+
+def test_every_record_the_current_writer_makes_is_read_by_the_03_reader(tansu: str) -> None:
+    """WIRE-2, WIRE-12: no engine runs the current format offline, so the oracle is the reader the Java-class
+    vectors pin (SER-6): every record the store writes into a 0.3 topic (a run with calls, a failed call, a
+    PENDING slot, a user event, memory of every kind, a migrated 0.2 state) is read by it and written back to
+    the same bytes; only a `new_object` update is not (the documented #1029 deviation)."""
+    from reference_runtime.serde.actionstate import read_action_state, write_action_state
+    from tests.engine020.test_java_reads_020 import writer_corpus
+
+    store = FlinkAgentsKafkaStore(tansu, _topic(), partitions=1)
+    try:
+        Runner(CounterAgent, store).run([("c", "c:1"), ("a", "a:1")])
+        any_action = ActionRef("a", "m", "M.a", ("_input_event",))
+        states = [state for state, _v in writer_corpus()[16:76]]
+        states.append(ActionState(task_event=Shipped("o-1"), call_results=[CallResult.pending("m.f", "d")]))
+        states.append(ActionState(short_term_memory_updates=[MemoryUpdate("raw", b"\x00"), MemoryUpdate("x", 1.5)]))
+        states.append(ActionState(short_term_memory_updates=[MemoryUpdate("obj", None, True)]))
+        for n, state in enumerate(states):
+            store.put(StateRef(f"k{n}", 0, any_action, InputEvent(n), f"k{n}_0_state"), state)
+        records = [v for *_, v in read_topic(tansu, store.topic) if v is not None]
+    finally:
+        store.close()
+    migrated = FlinkAgentsKafkaStore(tansu, _plant(tansu, CALLS), partitions=1, version="0.3", migrate=True)
+    migrated.close()
+    records += [v for *_, v in read_topic(tansu, migrated.topic) if v is not None][len(CALLS) :]
+    assert len(records) > 70
+    new_object = [v for v in records if b'"objectCreation":true' in v]
+    assert len(new_object) == 1 and "0.3" not in engine_check(new_object[0]).readers
+    for value in records:
+        if value in new_object:
+            continue
+        assert "0.3" in engine_check(value).readers, value[:300]
+        java = read_action_state(value, dialect="head")
+        assert java is not None and write_action_state(java) == value
