@@ -1,4 +1,4 @@
-"""``durable inspect URL``: print what a store holds, never writing to it (spec INS-1..INS-7).
+"""``durable inspect URL``: print what a store holds, never writing to it (spec INS-1..INS-8).
 
     durable inspect URL [--key KEY] [--json] [--namespace NS] [--timeout SECONDS]
 
