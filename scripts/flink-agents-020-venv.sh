@@ -4,10 +4,11 @@
 # apache-flink 2.2.1 (PyFlink and flink-dist). About 1.8 GB and ~220 s on a 2-core machine with a cold
 # package cache. The wheel supports Python < 3.12 only. The main environment never gets it.
 #
-# What uses it (docs/wire-format.md, "Proof by the real engine"):
-#   * tests/engine020/ in the main venv compiles a small Java harness against the wheel's jars (javac, Java 17)
-#     and feeds every record our 0.2.0 writer produces to 0.2.0's own deserializer (lane a, in CI);
-#   * scripts/flink-agents-020-e2e.sh runs a real 0.2.0 job that restores from a state we wrote (lane b).
+# What uses it (docs/wire-format.md, "Proof by the real engine"), both from the main venv and in .ci/run:
+#   * tests/engine020/test_java_reads_020.py compiles a small Java harness against the wheel's jars (javac,
+#     Java 17) and feeds every record our 0.2 writer produces to 0.2.0's own deserializer (lane a);
+#   * tests/engine020/test_e2e_restore.py runs a real 0.2.0 job with this venv's Python that restores from a
+#     state we wrote (lane b; opt-in outside CI: DURABLE_ENGINE020_E2E=1).
 #
 # Usage: scripts/flink-agents-020-venv.sh [VENV_DIR]   (default: .venv-flink-agents-020 at the repository root)
 # Installs a Java 17 JDK with apt-get when javac is missing (root or sudo). Prints the venv directory on its
