@@ -74,18 +74,9 @@ def _pydantic_float(x: float) -> str:
 
 
 def _pydantic_string(s: str) -> str:
-    out = []
-    for ch in s:
-        code = ord(ch)
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif code < 0x20:
-            out.append({"\n": "\\n", "\t": "\\t", "\r": "\\r", "\b": "\\b", "\f": "\\f"}.get(ch) or f"\\u{code:04x}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
+    # serde_json's escaping, which pydantic-core uses, is the stdlib's without ensure_ascii: short escapes,
+    # lowercase ``\u00xx`` for other control characters, everything else raw.
+    return json.dumps(s, ensure_ascii=False)
 
 
 def pydantic_json(value: Any, path: str = "value") -> str:
