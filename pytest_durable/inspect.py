@@ -1,4 +1,4 @@
-"""``durable inspect URL``: print what a store holds, never writing to it (spec INS-1..INS-7).
+"""``durable inspect URL``: print what a store holds, never writing to it (spec INS-1..INS-8).
 
     durable inspect URL [--key KEY] [--json] [--namespace NS] [--timeout SECONDS]
 
@@ -67,6 +67,9 @@ class StateView:
     sensory_memory: list[dict[str, Any]] = field(default_factory=list)
     output_events: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    #: For a Flink Agents topic: whether the engine version owning it reads this record (INS-8): ``owner``,
+    #: ``how``, ``topic``, ``readable``, ``readers``, ``reason``; set by the store's reader.
+    engine: dict[str, Any] | None = None
 
 
 class InspectError(DurableError):
@@ -195,6 +198,8 @@ def inspect_store(
     try:
         for sk, k, seq, action, decode in scheme.inspect(parsed, timeout, namespace):
             view = StateView(k, seq, action, sk)
+            engine = getattr(decode, "engine", None)
+            view.engine = engine if isinstance(engine, dict) else None
 
             def state(decode: Callable[[], tuple[ActionState, str]] = decode, view: StateView = view) -> ActionState:
                 decoded, view.format = _decoded(decode, scheme, view) if third_party else decode()
@@ -228,10 +233,16 @@ def _compact(value: Any) -> str:
 def render_inspection(url: str, views: list[StateView]) -> str:
     """The human table ``durable inspect`` prints."""
     lines = [f"{url}: {len(views)} action state{'s' if len(views) != 1 else ''}"]
+    engines = [v.engine for v in views if v.engine is not None]
+    if engines:
+        lines.append(f"{engines[0]['topic']}" + ("" if all(e["readable"] for e in engines) else "  (UNREADABLE)"))
     for v in views:
         status = "ERROR" if v.error else ("completed" if v.completed else "in progress")
         lines.append(f"key {v.key!r}  seq {v.seq}  action {v.action or '?'}  {status}  [{v.format or '?'}]")
         lines.append(f"    state key  {v.state_key}")
+        if v.engine is not None and not v.engine["readable"]:
+            owner = f"the {v.engine['owner']} engine owning the topic" if v.engine["owner"] else "no owning engine"
+            lines.append(f"    NOT READABLE by {owner}: {v.engine['reason']}")
         if v.error:
             lines.append(f"    unreadable: {v.error}")
             continue
@@ -287,4 +298,5 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps([asdict(v) for v in views], ensure_ascii=False, indent=1, default=repr))
     else:
         print(render_inspection(args.url, views))
-    return 1 if any(v.error or any(c.decode_error for c in v.calls) for v in views) else 0
+    unreadable = any(v.engine is not None and not v.engine["readable"] for v in views)  # INS-8
+    return 1 if unreadable or any(v.error or any(c.decode_error for c in v.calls) for v in views) else 0

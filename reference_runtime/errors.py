@@ -222,3 +222,14 @@ class StoreDataLostError(StoreError):
     """Recovery found that the store lost data written before the checkpoint being restored (a Redis
     server restarted without persistence, a truncated Kafka topic); recovering would repeat completed
     durable calls, so it is refused (spec FAIL-4)."""
+
+
+class TopicFormatError(StoreError):
+    """A write into a Flink Agents topic that the engine owning it could not read (spec WIRE-12): the topic
+    holds records of another engine version (or of two), or the state cannot be written in the topic's
+    version (a PENDING call in a 0.2 topic). The message names both versions and the fix; nothing is written."""
+
+    def __init__(self, message: str, location: Location | None = None) -> None:
+        self.location = location or Location()
+        where = f" [{location}]" if location is not None else ""
+        super().__init__(message + where)

@@ -13,7 +13,7 @@ from typing import Protocol
 
 from .events import Event
 from .records import ActionRef
-from .state_keys import collision_free_state_key, java_state_key
+from .state_keys import collision_free_state_key, java_state_key, legacy_020_state_key
 
 
 class KeyScheme(Protocol):
@@ -33,6 +33,18 @@ class JavaKeyScheme:
         return java_state_key(key, seq, action, event)
 
 
+class Legacy020KeyScheme:
+    """The keys a Flink Agents 0.2.0 job uses (WIRE-11): the event named by its pickle, the triggers by their
+    0.2.0 class paths. A topic in the 0.2 format asks the runner for it (``store.key_scheme``)."""
+
+    name = "flink-agents-0.2"
+
+    def state_key(self, key: str, seq: int, action: ActionRef, event: Event, occurrence: int) -> str:
+        if occurrence:
+            return collision_free_state_key(key, seq, action, event, occurrence)
+        return legacy_020_state_key(key, seq, action, event)
+
+
 class CollisionFreeKeyScheme:
     """Unambiguous keys for every execution, at the price of Java compatibility."""
 
@@ -42,8 +54,9 @@ class CollisionFreeKeyScheme:
         return collision_free_state_key(key, seq, action, event, occurrence)
 
 
-_SCHEMES: dict[str, type[JavaKeyScheme] | type[CollisionFreeKeyScheme]] = {
+_SCHEMES: dict[str, type[JavaKeyScheme] | type[Legacy020KeyScheme] | type[CollisionFreeKeyScheme]] = {
     "java": JavaKeyScheme,
+    "flink-agents-0.2": Legacy020KeyScheme,
     "collision-free": CollisionFreeKeyScheme,
 }
 

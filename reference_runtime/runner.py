@@ -194,7 +194,7 @@ class Runner:
         mismatch: MismatchMode = "lenient",
         config: Mapping[str, Any] | None = None,
         injector: FaultInjector | None = None,
-        key_scheme: str | KeyScheme = "java",
+        key_scheme: str | KeyScheme | None = None,
         checkpoint_every: int | None = None,
         reopen_store: Callable[[], ActionStateStore] | None = None,
         async_threads: int | None = None,
@@ -220,6 +220,9 @@ class Runner:
         self.mismatch: MismatchMode = mismatch
         self.config: dict[str, Any] = {**agent.config, **(config or {})}
         self.injector = injector
+        # A store that says which keys its engine reads (a Flink Agents 0.2 topic, WIRE-11) sets the default.
+        if key_scheme is None:
+            key_scheme = getattr(store, "key_scheme", None) or "java"
         self.key_scheme = get_key_scheme(key_scheme) if isinstance(key_scheme, str) else key_scheme
         if checkpoint_every is not None and checkpoint_every < 1:
             raise ValueError("checkpoint_every must be a positive number of inputs")

@@ -4,6 +4,10 @@
 UUID of the event *attributes* written as compact Jackson JSON with map keys sorted; the action uuid is
 the same over the decimal string of Java's ``Action.hashCode()``.
 
+Flink Agents 0.2.0 named a Python event differently: by ``UUID.nameUUIDFromBytes`` of the event's pickle, and
+listed an action's triggers as Python class paths (``flink_agents.api.events.event.InputEvent``) where later
+releases list the type (``_input_event``). :func:`legacy_020_state_key` builds those keys (WIRE-11).
+
 Known flaws, kept for compatibility and documented in docs/wire-format.md: two executions of an action
 on events with identical attributes in one run collide (Flink Agents #1084), and a business key that
 contains ``_`` makes the key ambiguous to parse. :func:`collision_free_state_key` avoids both.
@@ -21,6 +25,7 @@ from .events import Event
 from .records import ActionRef
 from .serde.jackson import jackson_sorted_json
 from .serde.java import utf16_units
+from .serde.legacy_event import TRIGGER_CLASSES_020, event_pickle, event_value
 
 
 def _int32(n: int) -> int:
@@ -75,6 +80,23 @@ def action_uuid(action: ActionRef) -> uuid.UUID:
 def java_state_key(key: Any, seq: int, action: ActionRef, event: Event) -> str:
     """The Java state key; ``key`` is written with ``toString`` semantics (str, or int as Long)."""
     return f"{key}_{seq}_{event_uuid(event)}_{action_uuid(action)}"
+
+
+def legacy_020_event_uuid(event: Event) -> uuid.UUID:
+    """0.2.0's event uuid: name-based over the pickle its Python runtime makes of the event (an
+    ``InputEvent``/``OutputEvent`` only; ``LegacyFormatError``, a ValueError, for any other)."""
+    return name_uuid(event_pickle(*event_value(event))[0])
+
+
+def legacy_020_action_uuid(action: ActionRef) -> uuid.UUID:
+    """0.2.0's action uuid: as :func:`action_uuid`, with built-in trigger types spelled as 0.2.0's classes."""
+    triggers = tuple(TRIGGER_CLASSES_020.get(t, t) for t in action.triggers)
+    return action_uuid(ActionRef(action.name, action.module, action.qualname, triggers))
+
+
+def legacy_020_state_key(key: Any, seq: int, action: ActionRef, event: Event) -> str:
+    """The state key a Flink Agents 0.2.0 job files this action execution under."""
+    return f"{key}_{seq}_{legacy_020_event_uuid(event)}_{legacy_020_action_uuid(action)}"
 
 
 def collision_free_state_key(key: Any, seq: int, action: ActionRef, event: Event, occurrence: int) -> str:

@@ -1,4 +1,5 @@
-"""Reading records written by Flink Agents 0.2.0 (``ActionStateKafkaSeder``), spec SER-7.
+"""Records of Flink Agents 0.2.0 (``ActionStateKafkaSeder``): reading them (spec SER-7) and writing them
+exactly as 0.2.0 does (spec WIRE-10).
 
 HEAD's ``ActionStateSerde`` refuses most of them (``PythonEvent`` no longer exists; memory values are plain
 JSON, not Kryo envelopes) and silently drops a Java ``InputEvent``'s ``input``. :func:`read_legacy_020` reads
@@ -10,6 +11,14 @@ them all into the runtime model instead:
 * a Java ``InputEvent``/``OutputEvent`` keeps its top-level ``input``/``output`` as the attribute of that name.
 * a ``PythonEvent`` becomes an event built from its ``eventJsonStr`` (id, type, fields). Its ``event`` field is
   a pickle of the Python object: it is never loaded (store contents are untrusted, spec PAY-3).
+
+:func:`write_legacy_020` writes what the 0.2.0 engine's own writer does, field for field: events as
+``PythonEvent`` with the engine's pickle (:mod:`.legacy_event`), memory values as plain JSON, call results
+without ``status``. What 0.2.0 cannot represent is refused with :class:`~.legacy_event.LegacyFormatError`
+instead of being written in a form the engine would misread: a PENDING call (0.2.0 would take it for a
+success with no result), a ``new_object`` update (0.2.0 replays it as ``set(path, None)``, #1029), a memory
+value that is not JSON data (bytes, NaN and the infinities come back as strings), any event but an
+``InputEvent`` or ``OutputEvent``.
 """
 
 from __future__ import annotations
@@ -20,12 +29,13 @@ import uuid
 from typing import Any
 
 from ..errors import Location, WireFormatError
-from ..events import Event
-from ..records import ActionState, CallResult, MemoryUpdate
+from ..events import BASE_EVENT_CLASS, Event
+from ..records import ActionState, CallResult, CallStatus, MemoryUpdate
+from . import kryo
 from .actionstate import EVENT_CLASSES, INPUT_EVENT, OUTPUT_EVENT
-from .jackson import loads
+from .jackson import dumps, jackson_string, loads
+from .legacy_event import PYTHON_EVENT, LegacyFormatError, event_class_path, event_json_str, event_pickle, event_value
 
-PYTHON_EVENT = "org.apache.flink.agents.runtime.python.event.PythonEvent"
 #: Python event classes of 0.2.0 and the routing type the runtime gives them.
 _PYTHON_TYPES = {
     "flink_agents.api.events.event.InputEvent": "_input_event",
@@ -84,7 +94,9 @@ def _event(raw: Any, path: str, location: Location | None) -> Event:
             _PYTHON_TYPES.get(event_type, event_type or "_unknown_event"),
             attributes,
             id=_uuid(body.get("id", raw.get("id")), f"{path}.eventJsonStr.id", location),
-            java_class=cls,
+            # A Python event is the base Event in every later format: written back (a delta, a migration),
+            # it must not name PythonEvent, which no later engine has (WIRE-12).
+            java_class=BASE_EVENT_CLASS,
         )
     if cls not in EVENT_CLASSES:
         raise _fail(f"@class {cls!r} is not an event class 0.2.0 wrote", f"{path}.@class", location)
@@ -172,3 +184,94 @@ def read_legacy_020(data: bytes | str, *, location: Location | None = None) -> A
             )
         )
     return state
+
+
+# -- writing ----------------------------------------------------------------------------------------------
+
+
+def _b64(data: bytes | None) -> str:
+    return "null" if data is None else '"' + base64.b64encode(data).decode("ascii") + '"'
+
+
+def write_python_event(event: Event) -> str:
+    """A runtime ``InputEvent``/``OutputEvent`` as the ``PythonEvent`` JSON 0.2.0 writes (fields in Jackson's
+    order; ``id`` is the wrapper's own id, which 0.2.0 draws at random and nothing reads back)."""
+    event_type, value = event_value(event)
+    pickled, content_id = event_pickle(event_type, value)
+    wrapper_id = event.id if event.id is not None else content_id
+    return (
+        f'{{"@class":"{PYTHON_EVENT}","id":"{wrapper_id}","attributes":{{}},'
+        f'"event":{_b64(pickled)},"eventType":"{event_class_path(event_type)}",'
+        f'"eventJsonStr":{jackson_string(event_json_str(event_type, value, content_id))},"sourceTimestamp":null}}'
+    )
+
+
+def _json_data(value: Any, path: str) -> Any:
+    """A memory value as the plain JSON 0.2.0 stores, or LegacyFormatError for one it would not read back."""
+    if isinstance(value, kryo.JavaValue):
+        value = kryo.to_python(value)
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise LegacyFormatError(f"memory value at {path} is {value}: 0.2.0 would read it back as a string")
+        return value
+    if isinstance(value, list):
+        return [_json_data(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise LegacyFormatError(f"memory value at {path} has the key {k!r}: JSON keys are strings")
+            out[k] = _json_data(v, f"{path}[{k!r}]")
+        return out
+    raise LegacyFormatError(
+        f"memory value at {path} is a {type(value).__name__}: 0.2.0 stores memory as plain JSON"
+        + (" and would read bytes back as a base64 string" if isinstance(value, bytes | bytearray) else "")
+    )
+
+
+def _write_updates(updates: list[MemoryUpdate], name: str) -> str:
+    items = []
+    for i, u in enumerate(updates):
+        if u.object_creation:
+            raise LegacyFormatError(
+                f"{name}[{i}] is new_object({u.path!r}): 0.2.0 has no record of object creation and replays it as "
+                "set(path, None) (Flink Agents #1029)"
+            )
+        value = dumps(_json_data(u.value, repr(u.path)))
+        items.append(f'{{"path":{jackson_string(u.path)},"value":{value}}}')
+    return "[" + ",".join(items) + "]"
+
+
+def _write_call(c: CallResult, index: int) -> str:
+    if c.effective_status is CallStatus.PENDING:
+        raise LegacyFormatError(
+            f"call {index} ({c.function_id}) is PENDING: 0.2.0 call results have no status and it would read a "
+            "PENDING record as a success with no result (reconcilers, batches and two-phase calls need 0.3)"
+        )
+    if (c.exception_payload is not None) != (c.effective_status is CallStatus.FAILED):
+        raise LegacyFormatError(
+            f"call {index} ({c.function_id}) is {c.effective_status.value} with "
+            f"{'an' if c.exception_payload is not None else 'no'} exception payload: 0.2.0 tells a failure only "
+            "by its exception payload"
+        )
+    return (
+        f'{{"functionId":{jackson_string(c.function_id)},"argsDigest":{jackson_string(c.args_digest)},'
+        f'"resultPayload":{_b64(c.result_payload)},"exceptionPayload":{_b64(c.exception_payload)}}}'
+    )
+
+
+def write_legacy_020(state: ActionState) -> bytes:
+    """The bytes 0.2.0's ``ActionStateKafkaSeder`` writes for ``state``; LegacyFormatError (naming the part)
+    for a state 0.2.0 cannot represent."""
+    task = "null" if state.task_event is None else write_python_event(state.task_event)
+    outputs = ",".join(write_python_event(e) for e in state.output_events)
+    calls = ",".join(_write_call(c, i) for i, c in enumerate(state.call_results))
+    text = (
+        f'{{"taskEvent":{task},'
+        f'"sensoryMemoryUpdates":{_write_updates(state.sensory_memory_updates, "sensoryMemoryUpdates")},'
+        f'"shortTermMemoryUpdates":{_write_updates(state.short_term_memory_updates, "shortTermMemoryUpdates")},'
+        f'"outputEvents":[{outputs}],"callResults":[{calls}],"completed":{"true" if state.completed else "false"}}}'
+    )
+    return text.encode("utf-8")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
 from .base import ActionStateStore, Capability
@@ -182,8 +182,14 @@ def _kafka_isolated(parsed: StoreUrl, timeout: float, scratch: Scratch) -> tuple
         partitions=parsed.partitions or 4,
         timeout=parsed.timeout or timeout,
         format=parsed.format or NATIVE,
+        **_flink_options(parsed),
     )
     return store, store.topic
+
+
+def _flink_options(parsed: StoreUrl) -> dict[str, Any]:
+    """The engine version a Flink Agents URL names (WIRE-12), for the store class that takes it."""
+    return {"version": parsed.options["version"]} if "version" in parsed.options else {}
 
 
 def _kafka_cleanup(parsed: StoreUrl, handles: list[str], timeout: float) -> None:

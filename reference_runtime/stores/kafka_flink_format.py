@@ -13,6 +13,12 @@ Agents' ``KafkaActionStateStore`` writes (spec WIRE-1..WIRE-6):
   its reader ignores them; a record without them (one a Flink Agents job wrote) is located by parsing its
   key from the right, which also works for business keys that contain ``_``.
 
+Writing (WIRE-10): a topic belongs to one engine version, :data:`VERSIONS`: ``0.3`` (0.3.x and main, the
+current format above) or ``0.2`` (0.2.x: ``PythonEvent`` events carrying the engine's pickle, plain JSON memory
+values, call results without ``status``; :func:`~reference_runtime.serde.legacy.write_legacy_020`).
+:func:`engine_check` says which versions' deserializers read a record value, :func:`topic_owner` which
+version owns a topic from its live records (WIRE-12, INS-8).
+
 Reading accepts every format the real engine has written (WIRE-4): the current one, status-less call
 results of 0.3.0-era records (effective status FAILED iff an exception payload is present, never PENDING)
 and 0.2.0 records (``PythonEvent`` events, plain JSON memory values), which are recognised by markers only
@@ -23,10 +29,12 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import Location, StoreError, WireFormatError
+from ..events import BASE_EVENT_CLASS
 from ..records import ActionState, CallResult, StateRef
 from ..serde.actionstate import (
     JavaActionState,
@@ -38,13 +46,18 @@ from ..serde.actionstate import (
     write_action_state,
 )
 from ..serde.jackson import loads
-from ..serde.legacy import PYTHON_EVENT, read_legacy_020
+from ..serde.legacy import read_legacy_020, write_legacy_020
+from ..serde.legacy_event import PYTHON_EVENT
 from ..state_keys import java_string_hash
 
 NATIVE = "native"
 FLINK_AGENTS = "flink-agents"
 FORMATS = (NATIVE, FLINK_AGENTS)
 Era = Literal["current", "0.3.0", "0.2.0"]
+#: Flink Agents engine versions whose topic format the store writes; the first is the default for a new topic.
+V030 = "0.3"
+V020 = "0.2"
+VERSIONS = (V030, V020)
 
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 _STATE_KEY = re.compile(rf"^(?P<key>.*)_(?P<seq>-?\d+)_(?P<event>{_UUID})_(?P<action>{_UUID})$", re.DOTALL)
@@ -123,9 +136,10 @@ def locate(state_key: str, headers: Sequence[tuple[str, Any]] | None) -> tuple[s
     return parsed[0], parsed[1], found.get("action")
 
 
-def encode_value(state: ActionState) -> bytes:
-    """The record value: ``ActionStateSerde`` bytes of the whole state."""
-    return serialize(state)
+def encode_value(state: ActionState, version: str = V030) -> bytes:
+    """The record value of the whole state in ``version``'s format: ``ActionStateSerde`` bytes for 0.3, what
+    0.2.0's ``ActionStateKafkaSeder`` writes for 0.2 (``LegacyFormatError`` for a state 0.2.0 cannot hold)."""
+    return write_legacy_020(state) if version == V020 else serialize(state)
 
 
 def _events(raw: dict[str, Any]) -> list[Any]:
@@ -225,3 +239,160 @@ def truncate_call_results(java: JavaActionState, index: int) -> bytes | None:
         return None
     java.call_results = calls[: max(0, index)]
     return write_action_state(java)
+
+
+# -- which engine reads a record (WIRE-12, INS-8) -----------------------------------------------------------
+
+_STATE_FIELDS = frozenset(
+    ("taskEvent", "sensoryMemoryUpdates", "shortTermMemoryUpdates", "outputEvents", "callResults", "completed")
+)
+#: Event classes 0.2.0's Jackson mapper can build, and the properties each has besides the base ones.
+_EVENT_FIELDS_020 = {
+    PYTHON_EVENT: frozenset(("event", "eventType", "eventJsonStr")),
+    "org.apache.flink.agents.api.InputEvent": frozenset(("input",)),
+    "org.apache.flink.agents.api.OutputEvent": frozenset(("output",)),
+}
+_EVENT_BASE_FIELDS_020 = frozenset(("@class", "id", "attributes", "sourceTimestamp"))
+_CALL_FIELDS_020 = frozenset(("functionId", "argsDigest", "resultPayload", "exceptionPayload"))
+
+
+@dataclass(frozen=True)
+class EngineCheck:
+    """Which engine versions read one record value as what it says: ``readers``; for every other version, why
+    not (``reasons``, version → reason). A value no version reads (not JSON, not an object) has no readers."""
+
+    readers: frozenset[str]
+    reasons: tuple[tuple[str, str], ...] = ()
+
+    def reason(self, version: str) -> str | None:
+        return dict(self.reasons).get(version)
+
+
+def _why_not_020(raw: Any) -> str | None:
+    """Why 0.2.0's ``ActionStateKafkaSeder`` (Jackson, unknown properties refused) cannot read ``raw`` as the
+    state it says, or None when it can."""
+    if not isinstance(raw, dict):
+        return "the value is not a JSON object"
+    for name in raw:
+        if name not in _STATE_FIELDS:
+            return f"unknown field {name!r}"
+    events = [("$.taskEvent", raw.get("taskEvent"))]
+    outputs = raw.get("outputEvents")
+    events += [(f"$.outputEvents[{i}]", e) for i, e in enumerate(outputs if isinstance(outputs, list) else [])]
+    for path, event in events:
+        if event is None:
+            continue
+        cls = event.get("@class") if isinstance(event, dict) else None
+        if cls == BASE_EVENT_CLASS:
+            return f"{path} is the base Event, abstract in 0.2.0 (a Python event there is a PythonEvent)"
+        if cls not in _EVENT_FIELDS_020:
+            return f"{path} is a {cls or 'untyped'} event; 0.2.0 reads PythonEvent, InputEvent and OutputEvent only"
+        extra = set(event) - _EVENT_BASE_FIELDS_020 - _EVENT_FIELDS_020[cls]
+        if extra:
+            return f"{path} has {', '.join(sorted(extra))}, unknown to 0.2.0's {cls.rsplit('.', 1)[-1]}"
+    for name in ("sensoryMemoryUpdates", "shortTermMemoryUpdates"):
+        updates = raw.get(name)
+        for i, u in enumerate(updates if isinstance(updates, list) else []):
+            extra = set(u) - {"path", "value"} if isinstance(u, dict) else set()
+            if extra:
+                return f"$.{name}[{i}] has {', '.join(sorted(extra))}, unknown to 0.2.0"
+            value = u.get("value") if isinstance(u, dict) else None
+            if isinstance(value, dict) and "serde" in value and "payload" in value:
+                return f"$.{name}[{i}].value is a Kryo envelope, which 0.2.0 reads as a map instead of the value"
+    calls = raw.get("callResults")
+    for i, c in enumerate(calls if isinstance(calls, list) else []):
+        extra = set(c) - _CALL_FIELDS_020 if isinstance(c, dict) else set()
+        if extra:
+            return f"$.callResults[{i}] has {', '.join(sorted(extra))}, unknown to 0.2.0"
+    return None
+
+
+def engine_check(value: bytes) -> EngineCheck:
+    """Which engine versions read ``value`` (a record value, not a tombstone): 0.3 as its ``ActionStateSerde``
+    reads (the HEAD dialect, SER-6), 0.2 as 0.2.0's Jackson mapper does (unknown properties refused, the base
+    ``Event`` abstract, a Kryo envelope read as a map)."""
+    try:
+        raw = loads(value)
+    except WireFormatError as exc:
+        return EngineCheck(frozenset(), tuple((v, f"not JSON: {exc.reason}") for v in VERSIONS))
+    reasons: list[tuple[str, str]] = []
+    try:
+        if read_action_state(value, dialect="head") is None:
+            reasons.append((V030, "the value is JSON null"))
+    except WireFormatError as exc:
+        reasons.append((V030, exc.reason))
+    why = _why_not_020(raw)
+    if why is not None:
+        reasons.append((V020, why))
+    refused = {v for v, _ in reasons}
+    return EngineCheck(frozenset(v for v in VERSIONS if v not in refused), tuple(reasons))
+
+
+@dataclass(frozen=True)
+class TopicOwner:
+    """The engine version a topic belongs to. ``version`` is None when no version reads every live record
+    (a mixed or unreadable topic). ``how``: ``declared`` (the URL or constructor named it), ``detected``
+    (from the records), ``default`` (no record says: a new topic gets :data:`V030`), ``mixed``.
+    ``unreadable`` lists the live state keys the owner cannot read, with the reason, by version held."""
+
+    version: str | None
+    how: Literal["declared", "detected", "default", "mixed"]
+    unreadable: tuple[tuple[str, str], ...] = ()
+    #: For each version, how many live records only it reads (a mixed topic has two).
+    only: tuple[tuple[str, int], ...] = ()
+
+    def describe(self) -> str:
+        counts = ", ".join(f"{n} only the {v} engine reads" for v, n in self.only if n)
+        if self.version is None:
+            return f"mixed Flink Agents topic: no engine version reads every state ({counts})"
+        text = f"Flink Agents {self.version} topic ({self.how})"
+        if self.unreadable:
+            text += f": {len(self.unreadable)} state(s) its engine cannot read"
+        return text
+
+
+def topic_owner(checks: Iterable[tuple[str, EngineCheck]], declared: str | None = None) -> TopicOwner:
+    """The owner of a topic whose live records (state key, check) are ``checks``: ``declared`` if given, else
+    the one version that reads them all (0.3 when both do or the topic is empty)."""
+    listed = list(checks)
+    only = {v: sum(1 for _sk, c in listed if c.readers == {v}) for v in VERSIONS}
+    counts = tuple(only.items())
+    if declared is not None:
+        version, how = declared, "declared"
+    else:
+        common = set(VERSIONS)
+        for _sk, c in listed:
+            common &= c.readers
+        informative = any(len(c.readers) == 1 for _sk, c in listed)
+        if common:
+            version = V030 if V030 in common else next(iter(common))
+            how = "detected" if informative else "default"
+        elif sum(1 for n in only.values() if n) > 1:
+            return TopicOwner(None, "mixed", (), counts)
+        else:
+            version = max(only, key=lambda v: only[v]) if any(only.values()) else V030
+            how = "detected"
+    unreadable = tuple((sk, c.reason(version) or "") for sk, c in listed if version not in c.readers)
+    return TopicOwner(version, how, unreadable, counts)  # type: ignore[arg-type]
+
+
+def engine_verdict(owner: TopicOwner, check: EngineCheck) -> dict[str, Any]:
+    """What ``durable inspect`` shows of one live record (INS-8): ``owner`` (the version owning the topic, or
+    None for a mixed one), ``how`` it is known, ``topic`` (:meth:`TopicOwner.describe`), ``readable`` (the
+    owner's engine reads the record) and ``reason`` when it does not."""
+    readable = owner.version is not None and owner.version in check.readers
+    if readable:
+        reason = None
+    elif owner.version is None:
+        readers = sorted(check.readers)
+        reason = f"only the {readers[0]} engine reads it" if len(readers) == 1 else "no engine reads it"
+    else:
+        reason = check.reason(owner.version)
+    return {
+        "owner": owner.version,
+        "how": owner.how,
+        "topic": owner.describe(),
+        "readable": readable,
+        "readers": sorted(check.readers),
+        "reason": reason,
+    }

@@ -1,9 +1,12 @@
 """``kafka://HOST:PORT/TOPIC[?partitions=N&timeout=S&format=F]`` (spec KSTORE-6, WIRE-1): the Kafka scheme's
-own URL parser. ``format`` is ``native`` (the default) or ``flink-agents``."""
+own URL parser. ``format`` is ``native`` (the default) or ``flink-agents``; with ``flink-agents``, ``version``
+(``0.2`` or ``0.3``) names the engine version that owns the topic and ``migrate=true`` rewrites a topic held in
+another version's format (WIRE-12). Both are kept in ``StoreUrl.options``."""
 
 from __future__ import annotations
 
 import re
+from types import MappingProxyType
 
 from .scheme import StoreUrl, bad_url, query_options, split_server_url
 
@@ -23,7 +26,7 @@ def parse_kafka_url(url: str) -> StoreUrl:
     topic = parts.path[1:] if parts.path.startswith("/") else ""
     if not TOPIC.match(topic) or topic in (".", ".."):
         raise bad_url(url, f"the path must be one topic name of letters, digits, '.', '_' or '-' ({USAGE})")
-    values = query_options(url, parts.query, ("partitions", "timeout", "format"))
+    values = query_options(url, parts.query, ("partitions", "timeout", "format", "version", "migrate"))
     partitions = timeout = None
     if "partitions" in values:
         if not _DIGITS.match(values["partitions"]) or not 1 <= int(values["partitions"]) <= 100_000:
@@ -42,5 +45,27 @@ def parse_kafka_url(url: str) -> StoreUrl:
 
         if fmt not in FORMATS:
             raise bad_url(url, f"bad format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    options: dict[str, str] = {name: values[name] for name in ("version", "migrate") if name in values}
+    if options and fmt != "flink-agents":
+        raise bad_url(url, f"{' and '.join(options)} apply to format=flink-agents only")
+    if "version" in options:
+        from .kafka_flink_format import VERSIONS
+
+        if options["version"] not in VERSIONS:
+            raise bad_url(url, f"bad version {options['version']!r}: expected one of {', '.join(VERSIONS)}")
+    if options.get("migrate", "true") != "true":
+        raise bad_url(url, "bad migrate: the only value is true")
+    if "migrate" in options and "version" not in options:
+        raise bad_url(url, "migrate=true needs version=0.2 or version=0.3: the version to migrate the topic to")
     assert parts.hostname is not None  # split_server_url refuses a URL without a host
-    return StoreUrl(url, "kafka", parts.hostname, port, path=topic, partitions=partitions, timeout=timeout, format=fmt)
+    return StoreUrl(
+        url,
+        "kafka",
+        parts.hostname,
+        port,
+        path=topic,
+        partitions=partitions,
+        timeout=timeout,
+        format=fmt,
+        options=MappingProxyType(options),
+    )

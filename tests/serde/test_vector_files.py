@@ -43,6 +43,7 @@ def test_all_five_vector_files_and_the_captured_topic_are_committed() -> None:
         "state_keys.jsonl",
         "legacy_020.jsonl",
         "captured/flink-agents-0.2.0-kafka-topic.jsonl",
+        "captured/flink-agents-0.2.0-kafka-topic-calls.jsonl",
         "README.md",
         "captured/README.md",
     } <= names
