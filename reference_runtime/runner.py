@@ -32,7 +32,7 @@ from .events import Event, InputEvent, OutputEvent
 from .faults import FaultInjector, FaultPoint, Phase, SimulatedCrash
 from .key_schemes import KeyScheme, get_key_scheme
 from .limits import safe_repr
-from .memory import FlatMemory, MemoryObject, MemorySnapshot, MemoryView
+from .memory import FlatMemory, MemoryObject, MemorySnapshot, MemoryTtl, MemoryView
 from .records import ActionRef, ActionState, StateRef
 from .signing import StateSigner
 from .snapshots import Layered, Prefix
@@ -236,6 +236,18 @@ class Runner:
         for spec in self.actions:
             for t in spec.triggers:
                 self._by_type.setdefault(t, []).append(spec)
+        settings = self.settings
+        #: Short-term memory's state TTL, if configured (spec MEM-14).
+        self._memory_ttl = (
+            MemoryTtl(
+                settings.memory_ttl_ms,
+                self.clock,
+                update_on_read=settings.memory_ttl_update == "ON_READ_AND_WRITE",
+                return_expired=settings.memory_ttl_visibility == "RETURN_EXPIRED_IF_NOT_CLEANED_UP",
+            )
+            if settings.memory_ttl_ms > 0
+            else None
+        )
         self.inputs: list[tuple[str, Any]] = []
         self.journal: list[JournalEntry] = []
         self.failovers = 0
@@ -266,7 +278,7 @@ class Runner:
     def _key(self, key: str) -> _KeyState:
         ks = self._keys.get(key)
         if ks is None:
-            ks = self._keys[key] = _KeyState()
+            ks = self._keys[key] = _KeyState(short_term=FlatMemory(ttl=self._memory_ttl))
         return ks
 
     def _reach(self, phase: Phase, key: str | None = None, seq: int | None = None, action: str | None = None) -> None:
