@@ -27,7 +27,7 @@ from ..errors import ConfigError, UnsupportedFeatureError
 from ..events import Event
 from ..limits import safe_repr
 from ..memory import MemoryObject, MemoryRef
-from .events import wrap
+from .events import check_schema_modules, wrap
 from .resources import HOOK, RunResources
 
 #: Resource-map key under which a test supplies a long-term memory fake.
@@ -52,7 +52,10 @@ class Memory(FlinkMemoryObject):
         return memory
 
     def _wrap(self, value: Any) -> Any:
-        return Memory.over(value, self._kind) if isinstance(value, MemoryObject) else value
+        if isinstance(value, MemoryObject):
+            return Memory.over(value, self._kind)
+        check_schema_modules(value, f"a {self._kind.value} memory value")
+        return value
 
     def get(self, path_or_ref: str | FlinkMemoryRef | dict[str, Any]) -> Any:
         if isinstance(path_or_ref, dict) and "path" in path_or_ref:

@@ -12,6 +12,7 @@ what the runtime keeps, and recovery replays exactly what the crash-free run del
 from __future__ import annotations
 
 import json
+import sys
 import uuid
 from typing import Any
 
@@ -145,6 +146,7 @@ def build(
     the base event by ``Event.from_json`` (as a cluster builds it), then ``cls.from_event`` where the class
     defines one (built-ins rebuild their messages), otherwise the base event's data validated into ``cls``
     (without calling a custom ``__init__``, whose parameters are the user's, not the event's fields)."""
+    check_schema_modules(attributes, f"the {event_type!r} event")
     base = _from_json(event_id, event_type, attributes, fields)
     if cls is FlinkEvent:
         return base  # type: ignore[no-any-return]
@@ -157,6 +159,28 @@ def build(
     if getattr(cls, "__pydantic_custom_init__", False):
         return cls.model_construct(**data)
     return cls.model_validate(data)
+
+
+def check_schema_modules(value: Any, what: str, depth: int = 3) -> None:
+    """Refuse an output schema reference (``{"output_schema": {"module": m, ...}}``, what Flink Agents writes
+    for a chat request's ``OutputSchema``) naming a module this process has not imported: Flink Agents
+    imports that module when it reads the reference back, and a stored record (an event, a memory value
+    replayed on recovery) must never make it load a new one (spec EVT-3, FA-8). Dicts are searched
+    ``depth`` levels deep, where Flink Agents puts them (attributes, tool-request context in memory)."""
+    if not isinstance(value, dict) or depth < 0:
+        return
+    schema = value.get("output_schema")
+    if isinstance(schema, dict):
+        inner = schema.get("output_schema", schema)
+        module = inner.get("module") if isinstance(inner, dict) else None
+        if module is not None and module not in sys.modules:
+            raise InvalidValueError(
+                f"{what} names the output schema module {safe_repr(module, 80)}, which is not loaded; a stored "
+                "record never loads a new module (import the schema's module first, e.g. from the agent module)"
+            )
+    for item in value.values():
+        if isinstance(item, dict):
+            check_schema_modules(item, what, depth - 1)
 
 
 def _own_overrides(cls: type) -> set[str]:
