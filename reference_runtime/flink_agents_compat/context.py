@@ -240,7 +240,11 @@ class FlinkContext(FlinkRunnerContext):
         return self._inner.action_name
 
     def send_event(self, event: FlinkEvent | Event) -> None:
-        sent = wrap(event) if isinstance(event, FlinkEvent) else event
+        sent: Event = (
+            wrap(event, f" sent by action {self.action_name!r} (key={self.key!r}, seq={self.seq})")
+            if isinstance(event, FlinkEvent)
+            else event
+        )
         self._inner.send_event(sent)
         observe = TOOL_REQUESTS.get()
         if observe is not None and sent.type == "_tool_request_event":

@@ -93,9 +93,10 @@ def json_data(model: Any, what: str) -> Any:
         ) from None
 
 
-def wrap(event: FlinkEvent) -> WrappedEvent:
-    """The runtime form of a ``flink_agents`` event (its JSON data, as a cluster sends it)."""
-    data = json_data(event, f"the {event.type!r} event ({type(event).__qualname__})")
+def wrap(event: FlinkEvent, sender: str = "") -> WrappedEvent:
+    """The runtime form of a ``flink_agents`` event (its JSON data, as a cluster sends it); ``sender`` says
+    where it was sent from, for the error about content JSON cannot carry."""
+    data = json_data(event, f"the {event.type!r} event ({type(event).__qualname__}){sender}")
     fields = {k: v for k, v in data.items() if k not in _BASE_FIELDS}
     return WrappedEvent(type(event), event.type, dict(data.get("attributes") or {}), fields, id=event.id)
 

@@ -18,29 +18,16 @@ installed.
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
 from reference_runtime.flink_agents_compat import local
 
-LIST = Path(__file__).with_name("upstream_deselected.toml")
+from .upstream_list import deselected, load_list
 
-
-def load_list() -> tuple[dict[str, str], dict[str, str]]:
-    """The reasons (name -> text) and the deselected ids (id -> reason name) of ``upstream_deselected.toml``."""
-    data = tomllib.loads(LIST.read_text(encoding="utf-8"))
-    reasons: dict[str, str] = data["reasons"]
-    deselected = {test: reason for reason, tests in data["deselected"].items() for test in tests}
-    unknown = set(data["deselected"]) - set(reasons)
-    if unknown:
-        raise ValueError(f"{LIST}: tests listed under reasons that are not defined: {sorted(unknown)}")
-    return reasons, deselected
-
-
-REASONS, DESELECTED = load_list()
+REASONS, _ = load_list()
+DESELECTED = deselected()
 _state: dict[str, object] = {}
 
 
@@ -105,6 +92,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         f"flink_agents upstream lane: {len(ran)} passed ({len(through)} through the reference environment), "  # type: ignore[arg-type]
         f"{len(DESELECTED)} deselected by id ({len(REASONS)} reasons, docs/flink-agents-upstream.md)"
     )
+    if session.config.option.verbose > 0:
+        for test in sorted(through):  # type: ignore[call-overload]
+            write(f"  through the reference environment: {test}")
     problems = [*bad, *(f"listed but not in the installed package: {i}" for i in unknown)]  # type: ignore[misc]
     if not ran:
         problems.append("no upstream test ran")
