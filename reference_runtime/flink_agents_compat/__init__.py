@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..agent import Agent
 from ..codecs import CloudpickleCodec
 from ..events import Event, register_event_family
 
-if TYPE_CHECKING:
-    from ..runner import RunResult
+
+class _Outputs(Protocol):
+    @property
+    def outputs(self) -> Mapping[str, list[Any]]: ...
 
 #: The allow-list of result classes the default codec admits for an adapted agent (spec FA-10): the plain
 #: data that Flink Agents' own actions get back from a durable call (chat messages from a chat model,
@@ -48,13 +50,12 @@ def flink_payload_codec(*extra: str | type, **options: Any) -> CloudpickleCodec:
     return CloudpickleCodec(allowed_classes=FLINK_PAYLOAD_CLASSES | names, **options)
 
 
-def cluster_outputs(result: RunResult) -> dict[str, list[Any]]:
+def cluster_outputs(result: _Outputs) -> dict[str, list[Any]]:
     """``result.outputs`` as a Flink job's output stream carries them: each output's JSON data rebuilt as
     a cluster rebuilds it (a ``Row`` comes back as a ``pyflink`` ``Row``; a pydantic model stays its dict)."""
     from .events import cluster_value
 
-    outputs: Mapping[str, list[Any]] = result.outputs
-    return {key: [cluster_value(v) for v in values] for key, values in outputs.items()}
+    return {key: [cluster_value(v) for v in values] for key, values in result.outputs.items()}
 
 
 def is_flink_agent(obj: Any) -> bool:
