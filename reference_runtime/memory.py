@@ -358,9 +358,10 @@ class MemoryView:
             self.base.write({path: fresh})
         return item
 
-    def _stored(self, path: str) -> bool:
-        """Whether ``path`` is in the map at all, expired or not (its parent lists it)."""
-        return path in self.overlay or path in self.base.items
+    def _expired_here(self, path: str) -> bool:
+        """Whether ``path``, absent as the action sees it, is still in the map as an expired value (so its
+        parent lists it already). Only a memory with a TTL has such paths."""
+        return self.base.ttl is not None and path in self.base.items
 
     def _add_child(self, parent: str, name: str) -> None:
         item = self.item(parent)
@@ -376,7 +377,7 @@ class MemoryView:
             return
         parent, name = _parent(path)
         self._ensure_object(parent)
-        if not self._stored(path):  # an expired value's path is listed already (spec MEM-14)
+        if not self._expired_here(path):  # an expired value's path is listed already (spec MEM-14)
             self._add_child(parent, name)
         self.overlay[path] = Item(True)
 
@@ -388,7 +389,7 @@ class MemoryView:
             raise ValueError(f"cannot overwrite the object at memory path {path!r} with a value")
         parent, name = _parent(path)
         self._ensure_object(parent)
-        if existing is None and not self._stored(path):
+        if existing is None and not self._expired_here(path):
             self._add_child(parent, name)
         self.overlay[path] = Item(False, clean)
         self.log.append(MemoryUpdate(path, copy.deepcopy(clean), False))
@@ -403,7 +404,7 @@ class MemoryView:
             raise ValueError(f"memory path {path!r} holds a value; pass overwrite=True to replace it")
         parent, name = _parent(path)
         self._ensure_object(parent)
-        if existing is None and not self._stored(path):
+        if existing is None and not self._expired_here(path):
             self._add_child(parent, name)
         self.overlay[path] = Item(True)
         self.log.append(MemoryUpdate(path, None, True))
