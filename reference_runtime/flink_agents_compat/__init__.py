@@ -22,6 +22,7 @@ class _Outputs(Protocol):
     @property
     def outputs(self) -> Mapping[str, list[Any]]: ...
 
+
 #: The allow-list of result classes the default codec admits for an adapted agent (spec FA-10): the plain
 #: data that Flink Agents' own actions get back from a durable call (chat messages from a chat model,
 #: documents from a vector store query, long-term memory items, ``Row`` values of structured output),
