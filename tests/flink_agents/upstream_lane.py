@@ -8,7 +8,8 @@ Load it with ``-p tests.flink_agents.upstream_lane`` and name the package's test
   test that runs an agent locally runs it on the reference ``Runner``;
 * deselects, by id, the tests listed in ``upstream_deselected.toml`` beside this file (each under the reason it
   cannot run in-process), and fails the session if a listed id names no test of the installed package;
-* fails the session if any test that was not deselected is skipped or fails, or if no test ran at all;
+* fails the session if any test that was not deselected is skipped or fails, if anything else deselected a
+  test (a ``-m`` or ``-k`` expression), or if no test ran at all;
 * reports how many of the tests that ran went through the swapped environment or runner.
 
 Ids are ``module::test`` (``module::Class::test``, ``[param]`` kept), independent of where the package is
@@ -17,6 +18,7 @@ installed.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Callable
 
@@ -44,7 +46,7 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     os.environ.setdefault("MEM0_TELEMETRY", "False")
     uninstall: Callable[[], None] = local.install()
-    _state.update(uninstall=uninstall, through=set(), ran=set(), bad=[], unknown=[])
+    _state.update(uninstall=uninstall, through=set(), ran=set(), bad=[], unknown=[], dropped=set())
     config.addinivalue_line("markers", "integration: a Flink Agents test of a real service (their marker)")
 
 
@@ -59,10 +61,23 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     keep, dropped = [], []
     for item in items:
         (dropped if upstream_id(item) in DESELECTED else keep).append(item)
-    _state["unknown"] = sorted(set(DESELECTED) - set(by_id))
+    collected = {test.partition("::")[0] for test in by_id}
+    _state["unknown"] = sorted(test for test in set(DESELECTED) - set(by_id) if _stale(test, collected))
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = keep
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    _state["dropped"].update(upstream_id(item) for item in items)  # type: ignore[attr-defined]
+
+
+def _stale(test: str, collected: set[str]) -> bool:
+    """Whether a listed test the run did not collect is gone from the package: its module was collected
+    without it, or no longer exists (a module outside a run's selection, e.g. ``--pyargs`` of one package,
+    is not a stale entry)."""
+    module = test.partition("::")[0]
+    return module in collected or importlib.util.find_spec(module) is None
 
 
 @pytest.hookimpl(wrapper=True)
@@ -96,6 +111,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         for test in sorted(through):  # type: ignore[call-overload]
             write(f"  through the reference environment: {test}")
     problems = [*bad, *(f"listed but not in the installed package: {i}" for i in unknown)]  # type: ignore[misc]
+    # Nothing else may drop a test (a -m or -k expression, another plugin): only the list says what not to run.
+    problems += [f"deselected but not listed: {i}" for i in sorted(_state["dropped"] - set(DESELECTED))]  # type: ignore[operator]
     if not ran:
         problems.append("no upstream test ran")
     for problem in problems:
