@@ -13,6 +13,7 @@ and a resource backed by a real service that the test did not supply is refused 
 
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
@@ -34,6 +35,10 @@ _INTEGRATIONS = "flink_agents.integrations."
 
 #: A run's resources stay cached while its runner lives; this many runners' caches are kept at once.
 _RUNS_KEPT = 8
+
+#: The resource contexts of runs: a supplied resource holding one of these (from an earlier runner it was
+#: supplied to) gets the current run's instead.
+_RUN_CONTEXTS: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 class ResourceNotFoundError(KeyError):
@@ -97,14 +102,17 @@ class RunResources(ResourceCache):
         super().__init__(agent.providers, config)
         self._agent = agent
         self._supplied = supplied
+        _RUN_CONTEXTS.add(self.get_resource_context())
 
     def get_resource(self, name: str, type: ResourceType) -> Resource:
         supplied = self._supplied.get(name)
         if supplied is not None:
             # As a cluster gives every resource it deserialises its context; a supplied object is
             # otherwise used as given (not opened: the test built it ready to use).
-            if isinstance(supplied, Resource) and supplied.resource_context is None:
-                supplied.resource_context = self.get_resource_context()
+            if isinstance(supplied, Resource):
+                held = supplied.resource_context
+                if held is None or (held in _RUN_CONTEXTS and held is not self.get_resource_context()):
+                    supplied.resource_context = self.get_resource_context()
             return supplied  # type: ignore[no-any-return]
         provider = self._resource_providers.get(type, {}).get(name)
         if provider is None:

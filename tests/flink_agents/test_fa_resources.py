@@ -15,6 +15,7 @@ from flink_agents.api.events.chat_event import ChatRequestEvent, ChatResponseEve
 from flink_agents.api.events.event import Event, InputEvent, OutputEvent
 from flink_agents.api.prompts.prompt import Prompt
 from flink_agents.api.resource import ResourceDescriptor, ResourceName, ResourceType
+from flink_agents.api.resource_context import ResourceContext
 from flink_agents.api.runner_context import RunnerContext
 from flink_agents.api.skills import Skills
 from flink_agents.api.tools.tool import Tool
@@ -101,6 +102,35 @@ def test_a_supplied_resource_gets_a_resource_context_and_wins_over_the_declared_
     result = Runner(DeclaredModels, resources={"assistant": fake}).run([("a", "x")])
     assert result.outputs == {"a": ["context=True"]}
     assert CountingConnection.built == [] or all(c.greeting == "hi" for c in CountingConnection.built)
+
+
+def test_a_fake_supplied_to_several_runners_gets_the_context_of_each_run() -> None:
+    """FA-9: a fake shared by the runners of a sweep resolves through the current run's resources, never
+    an earlier runner's; a context the test set itself is left alone."""
+    fake = EchoSetup(connection="unused", model="unused")
+    Runner(DeclaredModels, resources={"assistant": fake}).run([("a", "x")])
+    first = fake.resource_context
+    Runner(DeclaredModels, resources={"assistant": fake}).run([("a", "x")])
+    assert first is not None and fake.resource_context is not None and fake.resource_context is not first
+    mine = TestContext()
+    own = EchoSetup(connection="unused", model="unused", resource_context=mine)
+    Runner(DeclaredModels, resources={"assistant": own}).run([("a", "x")])
+    assert own.resource_context is mine
+
+
+class TestContext(ResourceContext):
+    """A resource context of the test's own."""
+
+    __test__ = False
+
+    def get_resource(self, name: str, resource_type: ResourceType) -> Any:
+        raise KeyError(name)
+
+    def generate_available_skills_prompt(self, *skill_names: str) -> str:
+        return ""
+
+    def get_skill_dirs(self, *skill_names: str) -> list[str]:
+        return []
 
 
 class OptionalPrompt(Agent):
