@@ -11,6 +11,7 @@ miss of a known key, so foreign keys stay silent (spec CFG-4).
 from __future__ import annotations
 
 import difflib
+import enum
 import functools
 import os
 import sys
@@ -123,6 +124,8 @@ class ConfigKey:
         if self.kind in ("int", "duration-ms"):
             return _parse_int(value, self.name, self.minimum)
         if self.kind == "enum":
+            if isinstance(value, enum.Enum):
+                value = value.value  # a Flink Agents option value (e.g. ShortTermMemoryTtlUpdate) is its name
             text = value.strip() if isinstance(value, str) else value
             if text not in self.choices:
                 raise _error(self.name, value, "one of " + ", ".join(map(repr, self.choices)), repr(self.choices[0]))
@@ -196,6 +199,21 @@ KEYS: tuple[ConfigKey, ...] = (
         "A `flink_agents` agent's actions get events of the class they were sent as (`typed`) or base `Event`s.",
         "FA-4", choices=("typed", "base"),
     ),
+    ConfigKey(
+        "short-term-memory.state-ttl.ms", "duration-ms", "memory_ttl_ms",
+        "Short-term memory state TTL in milliseconds on the runtime's clock; <= 0: values never expire.",
+        "MEM-14",
+    ),
+    ConfigKey(
+        "short-term-memory.state-ttl.update-type", "enum", "memory_ttl_update",
+        "What refreshes a short-term memory value's TTL: writes only, or reads and writes.",
+        "MEM-14", choices=("ON_READ_AND_WRITE", "ON_CREATE_AND_WRITE"),
+    ),
+    ConfigKey(
+        "short-term-memory.state-ttl.visibility", "enum", "memory_ttl_visibility",
+        "Whether an expired short-term memory value reads as absent or, never cleaned up in-process, as before.",
+        "MEM-14", choices=("NEVER_RETURN_EXPIRED", "RETURN_EXPIRED_IF_NOT_CLEANED_UP"),
+    ),
 )  # fmt: skip
 
 #: The ``action.<name>`` family: the action config of action ``<name>`` (a mapping).
@@ -227,6 +245,9 @@ class RuntimeSettings:
     chat_async: bool = True
     reconcilers: bool = True
     event_delivery: str = "typed"
+    memory_ttl_ms: int = 0
+    memory_ttl_update: str = "ON_READ_AND_WRITE"
+    memory_ttl_visibility: str = "NEVER_RETURN_EXPIRED"
     action_configs: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
 
     @property

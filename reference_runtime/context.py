@@ -41,7 +41,7 @@ class RunnerContext:
         self._owner = owner
         self.sent: list[Event] = []
         #: Test-supplied resources by name (``Runner(resources=...)``), read by the flink_agents adapter.
-        self.resources: Mapping[str, Any] = resources or {}
+        self.resources: Mapping[str, Any] = resources if resources is not None else {}
 
     @property
     def key(self) -> str:

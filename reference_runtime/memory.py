@@ -4,6 +4,9 @@ Memory is a flat map from absolute dotted path to item; the root is ``""``. An o
 children; a value item holds a validated, deep-copied value. An action sees its own writes at once, but
 they are buffered in an overlay and an update log until the action completes; the log records object
 creation explicitly, so replaying it rebuilds exactly the same map (Flink Agents #1029 cannot happen).
+
+Short-term memory may have a state TTL (:class:`MemoryTtl`, spec MEM-14): a value item records when it was
+last written (or read, by policy) on the runner's clock and reads as absent once older than the TTL.
 """
 
 from __future__ import annotations
@@ -14,12 +17,15 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import MemoryAccessError
 from .identity import CallContext
 from .records import MemoryUpdate
 from .values import memory_value
+
+if TYPE_CHECKING:
+    from .clock import Clock
 
 MemoryType = Literal["short_term", "sensory"]
 NESTED_OBJECT = "NestedObject"
@@ -51,13 +57,15 @@ class Item:
     ``count`` names, so adding a field is O(1) however many fields the object already has.
     """
 
-    __slots__ = ("_count", "_kids", "is_object", "value")
+    __slots__ = ("_count", "_kids", "is_object", "stamp", "value")
 
     def __init__(self, is_object: bool, value: Any = None, children: list[str] | None = None) -> None:
         self.is_object = is_object
         self.value = value
         self._kids: list[str] = list(children) if children else []
         self._count = len(self._kids)
+        #: When the item was last written (or refreshed by a read), on the TTL's clock; None: never expires.
+        self.stamp: float | None = None
 
     @property
     def children(self) -> list[str]:
@@ -73,7 +81,7 @@ class Item:
             del kids[self._count :]
         kids.append(name)
         new = Item.__new__(Item)
-        new.is_object, new.value, new._kids, new._count = True, None, kids, self._count + 1
+        new.is_object, new.value, new._kids, new._count, new.stamp = True, None, kids, self._count + 1, None
         return new
 
     def __eq__(self, other: object) -> bool:
@@ -123,6 +131,26 @@ def _nested(lookup: Callable[[str], Item | None]) -> dict[str, Any]:
     return build("")
 
 
+@dataclass(frozen=True)
+class MemoryTtl:
+    """The state TTL of short-term memory, as Flink's state TTL on the memory map (spec MEM-14).
+
+    A value item expires ``ttl_ms`` after it was last written, measured on ``clock`` (the runner's: real
+    time, or virtual time that only moves when advanced); with ``update_on_read`` a read refreshes it too
+    (``ON_READ_AND_WRITE``). An expired value reads as absent, unless ``return_expired``
+    (``RETURN_EXPIRED_IF_NOT_CLEANED_UP``: in-process nothing is ever cleaned up, so it stays readable).
+    Objects, the memory's structure, do not expire.
+    """
+
+    ttl_ms: int
+    clock: Clock
+    update_on_read: bool = True
+    return_expired: bool = False
+
+    def expired(self, item: Item) -> bool:
+        return item.stamp is not None and (self.clock.now() - item.stamp) * 1000 >= self.ttl_ms
+
+
 class FlatMemory:
     """One key's memory of one type: the committed flat path map.
 
@@ -132,8 +160,9 @@ class FlatMemory:
     the memory (spec COST-1).
     """
 
-    def __init__(self, items: dict[str, Item] | None = None) -> None:
+    def __init__(self, items: dict[str, Item] | None = None, ttl: MemoryTtl | None = None) -> None:
         self.items: dict[str, Item] = items if items is not None else {"": Item(True)}
+        self.ttl = ttl
         self._epoch = 0
         self._logging = False
         # path -> [(epoch, the item before the first write of that epoch)], epochs increasing
@@ -262,8 +291,33 @@ class MemoryView:
         self.log: list[MemoryUpdate] = []
 
     def item(self, path: str) -> Item | None:
+        """The item at ``path`` as the action sees it (an expired value is absent, spec MEM-14)."""
         found = self.overlay.get(path)
-        return found if found is not None else self.base.items.get(path)
+        if found is not None:
+            return found
+        found = self.base.items.get(path)
+        ttl = self.base.ttl
+        expiring = found is not None and ttl is not None and not found.is_object and not ttl.return_expired
+        if expiring and ttl.expired(found):  # type: ignore[union-attr, arg-type]
+            return None
+        return found
+
+    def read(self, path: str) -> Item | None:
+        """:meth:`item` for a read by the action's code: under a TTL that updates on read, reading a
+        committed value refreshes it at once (as Flink's state backend does; no update is logged)."""
+        item = self.item(path)
+        ttl = self.base.ttl
+        committed = item is not None and not item.is_object and path not in self.overlay
+        if ttl is not None and ttl.update_on_read and committed:
+            fresh = Item(False, item.value)  # type: ignore[union-attr]
+            fresh.stamp = ttl.clock.now()
+            self.base.write({path: fresh})
+        return item
+
+    def _expired_here(self, path: str) -> bool:
+        """Whether ``path``, absent as the action sees it, is still in the map as an expired value (so its
+        parent lists it already). Only a memory with a TTL has such paths."""
+        return self.base.ttl is not None and path in self.base.items
 
     def _add_child(self, parent: str, name: str) -> None:
         item = self.item(parent)
@@ -279,7 +333,8 @@ class MemoryView:
             return
         parent, name = _parent(path)
         self._ensure_object(parent)
-        self._add_child(parent, name)
+        if not self._expired_here(path):  # an expired value's path is listed already (spec MEM-14)
+            self._add_child(parent, name)
         self.overlay[path] = Item(True)
 
     def set(self, path: str, value: Any) -> None:
@@ -290,7 +345,7 @@ class MemoryView:
             raise ValueError(f"cannot overwrite the object at memory path {path!r} with a value")
         parent, name = _parent(path)
         self._ensure_object(parent)
-        if existing is None:
+        if existing is None and not self._expired_here(path):
             self._add_child(parent, name)
         self.overlay[path] = Item(False, clean)
         self.log.append(MemoryUpdate(path, copy.deepcopy(clean), False))
@@ -305,12 +360,19 @@ class MemoryView:
             raise ValueError(f"memory path {path!r} holds a value; pass overwrite=True to replace it")
         parent, name = _parent(path)
         self._ensure_object(parent)
-        if existing is None:
+        if existing is None and not self._expired_here(path):
             self._add_child(parent, name)
         self.overlay[path] = Item(True)
         self.log.append(MemoryUpdate(path, None, True))
 
     def commit(self) -> None:
+        ttl = self.base.ttl
+        if ttl is not None:
+            # Written now, as far as the TTL goes: when the action's buffered writes reach the state.
+            now = ttl.clock.now()
+            for item in self.overlay.values():
+                if not item.is_object:
+                    item.stamp = now
         self.base.write(self.overlay)
         self.overlay = {}
 
@@ -353,7 +415,7 @@ class MemoryObject:
             absolute = path_or_ref.path
         else:
             absolute = self._abs(path_or_ref)
-        item = self._view.item(absolute)
+        item = self._view.read(absolute)
         if item is None:
             return None
         if item.is_object:
@@ -371,18 +433,22 @@ class MemoryObject:
         return MemoryObject(self._view, self._type, absolute, self._owner)
 
     def is_exist(self, path: str) -> bool:
-        return self._view.item(self._abs(path)) is not None
+        return self._view.read(self._abs(path)) is not None
 
     def get_field_names(self) -> list[str]:
         check_action_access(self._owner, "memory access")
         item = self._view.item(self._prefix)
-        return list(item.children) if item is not None else []
+        if item is None:
+            return []
+        if self._view.base.ttl is None:
+            return list(item.children)
+        return [n for n in item.children if self._view.item(_join(self._prefix, n)) is not None]
 
     def get_fields(self) -> dict[str, Any]:
         check_action_access(self._owner, "memory access")
         out: dict[str, Any] = {}
         for name in self.get_field_names():
-            child = self._view.item(_join(self._prefix, name))
+            child = self._view.read(_join(self._prefix, name))
             if child is not None:
                 out[name] = NESTED_OBJECT if child.is_object else copy.deepcopy(child.value)
         return out

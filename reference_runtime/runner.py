@@ -23,7 +23,7 @@ from typing import Any
 
 from .agent import ActionSpec, Agent
 from .clock import Clock, SystemClock, let_time_pass
-from .codecs import CloudpickleCodec, PayloadCodec, default_codec
+from .codecs import PayloadCodec, default_codec
 from .config import RuntimeSettings, parse_settings
 from .context import RunnerContext
 from .durable import ActionExecution, JournalEntry, MismatchMode
@@ -32,7 +32,7 @@ from .events import Event, InputEvent, OutputEvent
 from .faults import FaultInjector, FaultPoint, Phase, SimulatedCrash
 from .key_schemes import KeyScheme, get_key_scheme
 from .limits import safe_repr
-from .memory import FlatMemory, MemoryObject, MemorySnapshot, MemoryView
+from .memory import FlatMemory, MemoryObject, MemorySnapshot, MemoryTtl, MemoryView
 from .records import ActionRef, ActionState, StateRef
 from .signing import StateSigner
 from .snapshots import Layered, Prefix
@@ -202,11 +202,11 @@ class Runner:
         resources: Mapping[str, Any] | None = None,
     ) -> None:
         if not (isinstance(agent, type) and issubclass(agent, Agent)):
-            from .flink_agents_compat import FLINK_PAYLOAD_CLASSES, runtime_agent
+            from .flink_agents_compat import flink_payload_codec, runtime_agent
 
             agent = runtime_agent(agent)
             if codec is None:
-                codec = CloudpickleCodec(allowed_classes=FLINK_PAYLOAD_CLASSES)
+                codec = flink_payload_codec()
         if store is None:
             from .stores.memory import InMemoryStore
 
@@ -239,6 +239,18 @@ class Runner:
         for spec in self.actions:
             for t in spec.triggers:
                 self._by_type.setdefault(t, []).append(spec)
+        settings = self.settings
+        #: Short-term memory's state TTL, if configured (spec MEM-14).
+        self._memory_ttl = (
+            MemoryTtl(
+                settings.memory_ttl_ms,
+                self.clock,
+                update_on_read=settings.memory_ttl_update == "ON_READ_AND_WRITE",
+                return_expired=settings.memory_ttl_visibility == "RETURN_EXPIRED_IF_NOT_CLEANED_UP",
+            )
+            if settings.memory_ttl_ms > 0
+            else None
+        )
         self.inputs: list[tuple[str, Any]] = []
         self.journal: list[JournalEntry] = []
         self.failovers = 0
@@ -269,7 +281,7 @@ class Runner:
     def _key(self, key: str) -> _KeyState:
         ks = self._keys.get(key)
         if ks is None:
-            ks = self._keys[key] = _KeyState()
+            ks = self._keys[key] = _KeyState(short_term=FlatMemory(ttl=self._memory_ttl))
         return ks
 
     def _reach(self, phase: Phase, key: str | None = None, seq: int | None = None, action: str | None = None) -> None:
@@ -279,6 +291,10 @@ class Runner:
     # -- public API ------------------------------------------------------------------------------------
     def run(self, inputs: Iterable[tuple[str, Any]] = (), *, max_failovers: int = 100) -> RunResult:
         """Process ``inputs`` (appended to the input log) to the end, failing over after every crash."""
+        # A flink_agents agent's inputs enter as a cluster hands them over: as JSON data (spec FA-8).
+        convert = getattr(self.agent, "_input_data", None)
+        if convert is not None:
+            inputs = [(item[0], convert(item[1])) if _is_pair(item) else item for item in inputs]
         self.inputs.extend(_checked_inputs(inputs, len(self.inputs)))
         # One event loop for the run and all its recoveries: creating one costs as much as ten durable
         # calls, and a crash scenario fails over at least once (benchmark P4).
@@ -564,10 +580,14 @@ def _check_options(store: Any, codec: Any, mismatch: Any) -> None:
         raise ConfigError(f"mismatch={safe_repr(mismatch)} is not a mismatch mode; use 'lenient' or 'strict'")
 
 
+def _is_pair(item: Any) -> bool:
+    return isinstance(item, tuple | list) and len(item) == 2
+
+
 def _checked_inputs(inputs: Iterable[tuple[str, Any]], start: int) -> list[tuple[str, Any]]:
     checked = []
     for n, item in enumerate(inputs, start):
-        if not (isinstance(item, tuple | list) and len(item) == 2):
+        if not _is_pair(item):
             raise InvalidValueError(f"input #{n} is {safe_repr(item)}; inputs are (key, value) pairs")
         key = str(item[0])
         check_text(key, f"the key of input #{n}")

@@ -32,6 +32,10 @@ PUBLIC_MODULES = (
     "reference_runtime.serde.java",
     "reference_runtime.serde.tagged",
     "reference_runtime.stores.kafka_flink_format",  # Flink Agents record functions, docs/wire-format.md (WIRE-*)
+    # The flink_agents adapter and its local environment (docs/flink-agents.md): they import flink_agents, an
+    # optional extra, so the package root cannot export them (FA-7).
+    "reference_runtime.flink_agents_compat",
+    "reference_runtime.flink_agents_compat.local",
 )
 
 

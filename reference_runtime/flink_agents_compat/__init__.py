@@ -10,19 +10,53 @@ and recovery are the reference runtime's own.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from ..agent import Agent
+from ..codecs import CloudpickleCodec
 from ..events import Event, register_event_family
 
-#: Payload classes of flink_agents that the default codec admits for an adapted agent: plain data
-#: models a chat model returns (spec PAY-3 still holds for everything else).
+
+class _Outputs(Protocol):
+    @property
+    def outputs(self) -> Mapping[str, list[Any]]: ...
+
+
+#: The allow-list of result classes the default codec admits for an adapted agent (spec FA-10): the plain
+#: data that Flink Agents' own actions get back from a durable call (chat messages from a chat model,
+#: documents from a vector store query, long-term memory items, ``Row`` values of structured output),
+#: and nothing that can run code. Everything else stays refused (PAY-3); extend the list with
+#: :func:`flink_payload_codec`.
 FLINK_PAYLOAD_CLASSES = frozenset(
     {
         "flink_agents.api.chat_message.ChatMessage",
         "flink_agents.api.chat_message.MessageRole",
+        "flink_agents.api.vector_stores.vector_store.Document",
+        "flink_agents.api.vector_stores.vector_store.VectorStoreQueryResult",
+        "flink_agents.api.memory.long_term_memory.MemorySetItem",
+        # A pyflink Row pickles as a call of this factory with its field names, values and kind.
+        "pyflink.common.types._create_row",
+        "pyflink.common.types.RowKind",
     }
 )
+
+
+def flink_payload_codec(*extra: str | type, **options: Any) -> CloudpickleCodec:
+    """The runtime's restricted codec admitting :data:`FLINK_PAYLOAD_CLASSES` and ``extra`` classes (given
+    as classes or ``"module.qualname"`` strings): pass it as ``Runner(codec=...)`` (or as the ``codec``
+    option of the durable fixture and markers) for an agent whose durable calls return other classes.
+    ``options`` go to :class:`~reference_runtime.codecs.CloudpickleCodec` (``hmac_key``, ``limits``)."""
+    names = {e if isinstance(e, str) else f"{e.__module__}.{e.__qualname__}" for e in extra}
+    return CloudpickleCodec(allowed_classes=FLINK_PAYLOAD_CLASSES | names, **options)
+
+
+def cluster_outputs(result: _Outputs) -> dict[str, list[Any]]:
+    """``result.outputs`` as a Flink job's output stream carries them: each output's JSON data rebuilt as
+    a cluster rebuilds it (a ``Row`` comes back as a ``pyflink`` ``Row``; a pydantic model stays its dict)."""
+    from .events import cluster_value
+
+    return {key: [cluster_value(v) for v in values] for key, values in result.outputs.items()}
 
 
 def is_flink_agent(obj: Any) -> bool:
@@ -70,4 +104,11 @@ def runtime_agent(obj: Any) -> type[Agent]:
     )
 
 
-__all__ = ["FLINK_PAYLOAD_CLASSES", "is_agent", "is_flink_agent", "runtime_agent"]
+__all__ = [
+    "FLINK_PAYLOAD_CLASSES",
+    "cluster_outputs",
+    "flink_payload_codec",
+    "is_agent",
+    "is_flink_agent",
+    "runtime_agent",
+]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from flink_agents.api.configuration import ConfigOption, ReadableConfiguration
@@ -26,12 +27,15 @@ from ..errors import ConfigError, UnsupportedFeatureError
 from ..events import Event
 from ..limits import safe_repr
 from ..memory import MemoryObject, MemoryRef
-from .events import wrap
+from .events import check_schema_modules, wrap
+from .resources import HOOK, RunResources
 
 #: Resource-map key under which a test supplies a long-term memory fake.
 LONG_TERM_MEMORY = "long_term_memory"
 
-_HOOK = "pass a fake as Runner(resources={name: fake}) (also a runner option of the durable fixture and markers)"
+#: Told of every ``ToolRequestEvent`` an action sends (in its runtime form), while set: how the local
+#: environment's ``get_tool_request_events`` sees them (spec FA-11).
+TOOL_REQUESTS: ContextVar[Callable[[Event], None] | None] = ContextVar("flink_agents_tool_requests", default=None)
 
 
 class Memory(FlinkMemoryObject):
@@ -48,13 +52,19 @@ class Memory(FlinkMemoryObject):
         return memory
 
     def _wrap(self, value: Any) -> Any:
-        return Memory.over(value, self._kind) if isinstance(value, MemoryObject) else value
+        if isinstance(value, MemoryObject):
+            return Memory.over(value, self._kind)
+        check_schema_modules(value, f"a {self._kind.value} memory value")
+        return value
 
-    def get(self, path_or_ref: str | FlinkMemoryRef) -> Any:
+    def get(self, path_or_ref: str | FlinkMemoryRef | dict[str, Any]) -> Any:
+        if isinstance(path_or_ref, dict) and "path" in path_or_ref:
+            # A MemoryRef sent in an event arrives as its JSON data; a cluster's memory reads it as a ref.
+            path_or_ref = FlinkMemoryRef.model_validate(path_or_ref)
         if isinstance(path_or_ref, FlinkMemoryRef):
             sensory = path_or_ref.memory_type == MemoryType.SENSORY
             return self._wrap(self._inner.get(MemoryRef("sensory" if sensory else "short_term", path_or_ref.path)))
-        return self._wrap(self._inner.get(path_or_ref))
+        return self._wrap(self._inner.get(path_or_ref))  # type: ignore[arg-type]  # the runtime refuses a non-path
 
     def set(self, path: str, value: Any) -> FlinkMemoryRef:
         ref = self._inner.set(path, value)
@@ -206,12 +216,12 @@ class FlinkContext(FlinkRunnerContext):
         self,
         inner: RunnerContext,
         action_config: Mapping[str, Any] | None,
-        resolve_resource: Callable[[str, ResourceType], Any],
+        resources: RunResources,
         agent_metrics: Metrics,
     ) -> None:
         self._inner = inner
         self._action_config = dict(action_config or {})
-        self._resolve = resolve_resource
+        self._resources = resources
         self._agent_metrics = agent_metrics
         self._action_metrics = agent_metrics.get_sub_group("action", inner.action_name)
         self._config = Config(inner.config)
@@ -230,10 +240,15 @@ class FlinkContext(FlinkRunnerContext):
         return self._inner.action_name
 
     def send_event(self, event: FlinkEvent | Event) -> None:
-        if isinstance(event, FlinkEvent):
-            self._inner.send_event(wrap(event))
-        else:
-            self._inner.send_event(event)
+        sent: Event = (
+            wrap(event, f" sent by action {self.action_name!r} (key={self.key!r}, seq={self.seq})")
+            if isinstance(event, FlinkEvent)
+            else event
+        )
+        self._inner.send_event(sent)
+        observe = TOOL_REQUESTS.get()
+        if observe is not None and sent.type == "_tool_request_event":
+            observe(sent)
 
     @property
     def short_term_memory(self) -> Memory:
@@ -249,7 +264,7 @@ class FlinkContext(FlinkRunnerContext):
         if fake is None:
             raise UnsupportedFeatureError(
                 f"long-term memory is not available in-process (it needs a vector store); "
-                f"{_HOOK.replace('name', repr(LONG_TERM_MEMORY))}"
+                f"{HOOK.replace('name', repr(LONG_TERM_MEMORY))}"
             )
         return fake
 
@@ -265,7 +280,7 @@ class FlinkContext(FlinkRunnerContext):
         return self._action_config.get(key)
 
     def get_resource(self, name: str, type: ResourceType, metric_group: MetricGroup | None = None) -> Any:
-        resource = self._resolve(name, type)
+        resource = self._resources.get_resource(name, type)
         bind = getattr(resource, "set_metric_group", None)
         if callable(bind):
             bind(metric_group or self._action_metrics)

@@ -1,25 +1,31 @@
 """A ReAct agent written only against flink_agents 0.3.1: the chat model (declared as on a cluster, an
-Ollama setup) asks for a tool; the built-in chat and tool actions run the loop; the answer is the output."""
+Ollama setup over an Ollama connection) asks for a tool; the built-in chat and tool actions run the loop;
+the answer is the output."""
 
 from __future__ import annotations
 
 from flink_agents.api.agents.agent import Agent
 from flink_agents.api.chat_message import ChatMessage, MessageRole
-from flink_agents.api.decorators import action, chat_model_setup, tool
+from flink_agents.api.decorators import action, chat_model_connection, chat_model_setup, tool
 from flink_agents.api.events.chat_event import ChatRequestEvent, ChatResponseEvent
 from flink_agents.api.events.event import Event, InputEvent, OutputEvent
-from flink_agents.api.resource import ResourceDescriptor
+from flink_agents.api.resource import ResourceDescriptor, ResourceName
 from flink_agents.api.runner_context import RunnerContext
 
 FORECASTS: list[str] = []  # the "weather service": every call is remembered
 
 
 class WeatherAgent(Agent):
+    @chat_model_connection
+    @staticmethod
+    def ollama() -> ResourceDescriptor:
+        return ResourceDescriptor(clazz=ResourceName.ChatModel.OLLAMA_CONNECTION)
+
     @chat_model_setup
     @staticmethod
     def assistant() -> ResourceDescriptor:
         return ResourceDescriptor(
-            clazz="flink_agents.integrations.chat_models.ollama_chat_model.OllamaChatModelSetup",
+            clazz=ResourceName.ChatModel.OLLAMA_SETUP,
             connection="ollama",
             model="qwen3:8b",
             tools=["forecast"],

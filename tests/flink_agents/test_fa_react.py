@@ -88,9 +88,11 @@ def test_every_crash_of_the_react_loop_recovers_to_the_same_answer() -> None:
 
 
 def test_a_real_chat_model_is_refused_with_the_hook_to_use() -> None:
-    """FA-5: without a fake, the declared Ollama model is one clear error naming the resource and the
-    `resources` hook (not a connection attempt)."""
-    with pytest.raises(UnsupportedFeatureError, match=r"resource 'assistant' \(chat_model\).*resources=") as info:
+    """FA-5, FA-9: without a fake, the declared Ollama setup is built as on a cluster, and the Ollama
+    connection it opens is one clear error naming the resource and the `resources` hook (not a connection
+    attempt)."""
+    pattern = r"resource 'ollama' \(chat_model_connection\) of WeatherAgent is a OllamaChatModelConnection.*resources="
+    with pytest.raises(UnsupportedFeatureError, match=pattern) as info:
         Runner(react_flink.WeatherAgent).run(INPUTS[:1])
     assert "real service" in str(info.value)
 
@@ -98,7 +100,7 @@ def test_a_real_chat_model_is_refused_with_the_hook_to_use() -> None:
 class _LongTermMemoryUser(react_flink.Agent):
     @react_flink.action(react_flink.InputEvent.EVENT_TYPE)
     @staticmethod
-    def remember(event: Any, ctx: Any) -> None:
+    def remember(event: react_flink.Event, ctx: react_flink.RunnerContext) -> None:
         memory = ctx.long_term_memory
         ctx.send_event(react_flink.OutputEvent(output=type(memory).__name__))
 

@@ -96,6 +96,9 @@ def test_an_empty_config_gives_the_documented_defaults() -> None:
         "chat.async": True,
         "durable-execution.reconcilers": True,
         "flink-agents.event-delivery": "typed",
+        "short-term-memory.state-ttl.ms": 0,  # MEM-14: values never expire
+        "short-term-memory.state-ttl.update-type": "ON_READ_AND_WRITE",
+        "short-term-memory.state-ttl.visibility": "NEVER_RETURN_EXPIRED",
     }
     assert settings == RuntimeSettings()
     assert all(key.default == getattr(RuntimeSettings(), key.attr) for key in (*KEYS, ACTION_KEY))

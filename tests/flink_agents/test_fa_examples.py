@@ -1,0 +1,153 @@
+"""Every example agent the installed flink_agents package ships runs unchanged on the reference runtime, with
+fakes only through the ``resources`` hook, and is swept at every fault point (spec FA-12, FA-1, FA-9).
+
+The sweep's verdicts are held against a count of the services' calls kept outside the runtime (the fakes'
+logs and each tool's own ``call``): at every point outputs and memory recover to the crash-free run's
+(REC-6); a call really made again is one the engine reports as run again; and the only violations the engine
+reports are REC-3 lines on the call id that one action shares across its repeated executions for one input
+(a tool loop, an action triggered by several events) while the independent count shows that no call of that
+service ran again. Those are the false verdicts of issue 25, pinned here until the engine stops reporting
+them, as are two other gaps of the engine these agents show (each asserted below, so a fix shows up here):
+
+* a fault point of an action's repeated execution (the same phase, key, sequence number, action and call
+  index as an earlier point, another function) cannot be crashed on its own: its scenario crashes at the
+  first occurrence, so the sweep never crashes inside a tool loop's second round;
+* a durable call in flight on the async pool when the crashed attempt ends (started before the crash, or
+  even after it by another key's task, which goes on until the loop cancels it) runs to its end, unrecorded
+  and unjournaled, and runs again after recovery: the fakes count it, no verdict reports it (no DE-6
+  "repeated" note).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from pytest_durable.scenario import Scenario, selector_for
+from pytest_durable.sweep import call_key, check, learn, points_to_crash, run_scenario, sweep
+from reference_runtime import FaultInjector, FaultPoint, Phase, Runner
+from reference_runtime.stores.memory import InMemoryStore
+
+from .shipped_examples import EXAMPLES, NOTIFIED, SERVICE_OF_ACTION, Example, counting
+
+pytest_plugins = ["pytester"]
+
+_REC3 = re.compile(r"^REC-3: call (\S+) had a persisted record but executed again")
+
+
+def selectable(points: list[FaultPoint]) -> list[FaultPoint]:
+    """The points a selector can crash at: the first of each (phase, key, seq, action, call index)."""
+    first: dict[tuple[Any, ...], FaultPoint] = {}
+    for point in points:
+        first.setdefault(tuple(point[:5]), point)
+    return list(first.values())
+
+
+def recorded(injector: FaultInjector, failover_at: int) -> Counter[str]:
+    """By service, the records the crashed attempt persisted (its trace up to the failover, at trace length
+    ``failover_at``): recovery must replay each of them, never run its call again."""
+    return Counter(SERVICE_OF_ACTION[p.action] for p in injector.trace[:failover_at] if p.phase is Phase.AFTER_RECORD)
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.name)
+def test_the_example_agent_runs_unchanged_with_fakes(example: Example, capsys: pytest.CaptureFixture[str]) -> None:
+    """FA-1, FA-9, FA-12: the shipped agent, with only its services faked through `resources`, gives the
+    outputs its fakes lead to, calling each service exactly as often as its logic needs."""
+    resources = example.fakes()
+    with counting(resources) as calls:
+        result = Runner(example.build(), resources=resources).run(example.inputs)
+        made = calls()
+    assert result.outputs == example.outputs
+    assert +made == Counter(example.calls)
+    assert not result.crashes
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.name)
+def test_the_example_agent_is_swept_at_every_point(example: Example, monkeypatch: pytest.MonkeyPatch) -> None:
+    """FA-12, REC-3, REC-6: a sweep crashes the agent once at every fault point of its crash-free run and
+    recovers; then each point is run again on its own with fresh fakes, whose counts say what really ran."""
+    agent = example.build()
+    with counting(example.fakes()):
+        baseline, trace = learn(agent, example.inputs, InMemoryStore, resources=example.fakes())
+    assert baseline.outputs == example.outputs
+    points = points_to_crash(trace)
+    shared = {call_key(c) for c, n in Counter(e.call_id for e in baseline.journal).items() if n > 1}
+    expected = Counter(example.calls)
+
+    def judge(violations: list[str], where: str) -> None:
+        for violation in violations:
+            found = _REC3.match(violation)
+            assert found is not None and found.group(1) in shared, f"{where}: {violation}"
+
+    swept = sweep(agent, example.inputs, InMemoryStore, resources=example.fakes())
+    assert len(swept) == len(points) and all(o.fired for o in swept)
+    assert {o.fired[0] for o in swept} == set(selectable(points))  # issue 25: repeated executions unselectable
+    for outcome in swept:
+        judge(outcome.violations, outcome.where)
+
+    # At the failover the crashed attempt's work is over (the runner waits for its async pool first): the
+    # services' counts then are what it ran, the rest is what recovery ran.
+    at_failover: list[tuple[int, Counter[str]]] = []
+    count: list[Any] = [None]
+    fail_over = Runner.fail_over
+
+    def noting_failover(runner: Runner) -> None:
+        at_failover.append((len(runner.injector.trace) if runner.injector else 0, count[0]()))
+        fail_over(runner)
+
+    monkeypatch.setattr(Runner, "fail_over", noting_failover)
+    for point in selectable(points):
+        scenario = Scenario((selector_for(point),))
+        resources = example.fakes()
+        at_failover.clear()
+        with counting(resources) as calls:
+            count[0] = calls
+            result, injector = run_scenario(agent, example.inputs, InMemoryStore, scenario, resources=resources)
+            made = calls()
+        outcome = check(scenario, baseline, result, injector)
+        where = point.describe()
+        assert injector.fired == [point] and len(at_failover) == 1, where
+        assert (result.outputs, dict(result.memory)) == (baseline.outputs, dict(baseline.memory)), where
+        judge(outcome.violations, where)
+        # Recovery runs exactly the calls the crashed attempt left without a record: a recorded call run
+        # again, as each REC-3 line claims, would be one more.
+        trace_at, before = at_failover[0]
+        assert +(made - before) == +(expected - recorded(injector, trace_at)), f"{where}: {outcome.violations}"
+        # What ran more often than crash-free is seen by the engine, unless the crashed attempt left a call
+        # in flight on the async pool: started, never recorded nor journaled.
+        if made - expected and not (outcome.repeated or outcome.re_executed):
+            attempt = injector.trace[:trace_at]
+            started = Counter(p[1:5] for p in attempt if p.phase is Phase.BEFORE_CALL and p is not point)
+            assert started - Counter(p[1:5] for p in attempt if p.phase is Phase.AFTER_RECORD), f"{where}: unseen"
+
+
+def test_a_clean_example_passes_the_plugins_sweep_marker(pytester: pytest.Pytester) -> None:
+    """FA-1, FA-12: the durable_sweep marker takes a shipped agent and its fakes as they are; the product
+    suggestion agent (one model call per input) passes at every point."""
+    pytester.makepyfile(
+        """
+        import pytest
+        from flink_agents.examples.quickstart.agents.product_suggestion_agent import ProductSuggestionAgent
+        from tests.flink_agents.shipped_examples import EXAMPLES
+
+        CASE = next(e for e in EXAMPLES if e.name == "product_suggestion")
+
+        @pytest.mark.durable_sweep(ProductSuggestionAgent, CASE.inputs, resources=CASE.fakes())
+        def test_suggestions(durable):
+            assert durable.run().outputs == CASE.outputs
+        """
+    )
+    result = pytester.runpytest_inprocess("-q", "-p", "no:randomly")
+    result.assert_outcomes(passed=13)
+
+
+def test_the_shipping_tool_of_the_quickstart_runs_once_per_request(capsys: pytest.CaptureFixture[str]) -> None:
+    """FA-9: the quickstart's notify_shipping_manager (a @tool of the agent and, in the ReAct example, a
+    Tool.from_callable on the environment) is the package's own function, called by the built-in tool
+    action: once, for the one review about shipping."""
+    for example in (e for e in EXAMPLES if e.name in ("review", "react")):
+        Runner(example.build(), resources=example.fakes()).run(example.inputs)
+        assert capsys.readouterr().out.count(NOTIFIED) == 1, example.name
