@@ -34,7 +34,7 @@ def certify(workers: int | None, forced: bool = False) -> tuple[float, int]:
     through a ``--backend`` factory, so ``-n`` really starts workers (an in-process store ignores it)."""
     with tempfile.TemporaryDirectory(prefix="p6-") as tmp:
         report = Path(tmp) / "report.json"
-        cmd = [sys.executable, "-m", "conformance.certify", "--report", str(report), "--seed", SEED]
+        cmd = [sys.executable, "-m", "pytest_durable.cli", "certify", "--report", str(report), "--seed", SEED]
         if forced:
             (Path(tmp) / "forced.py").write_text(_FORCED)
             cmd += ["--backend", "forced:make"]

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from conformance import CAPABILITIES, SUITE_VERSION, certify
+from conformance import CAPABILITIES, SUITE_VERSION
 from conformance.plugin import LEVELS, REPORT_SCHEMA, levels
+from pytest_durable.cli import main as durable
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,7 +26,10 @@ def test_report_states_backend_capabilities_suite_version_seed_and_levels(
     capabilities, the suite version and seed, and gives a level per capability; the terminal summary and
     the Markdown twin say the same."""
     report = tmp_path / "r.json"
-    assert certify.main(["--store", f"sqlite:{tmp_path / 'stores.db'}", "--report", str(report), "--seed", "11"]) == 0
+    assert (
+        durable(["certify", "--store", f"sqlite:{tmp_path / 'stores.db'}", "--report", str(report), "--seed", "11"])
+        == 0
+    )
     doc = json.loads(report.read_text())
     assert doc["schema"] == REPORT_SCHEMA
     assert doc["backend"] == "sqlite:"
@@ -50,7 +54,7 @@ def test_backend_may_name_a_runner_factory(tmp_path: Path) -> None:
     """CONF-3, CONF-4: `--backend MODULE:NAME` returning a RunnerFactory certifies a runner; its report
     has the runner capabilities."""
     report = tmp_path / "r.json"
-    assert certify.main(["--backend", "conformance:RunnerFactory.reference", "--report", str(report)]) == 0
+    assert durable(["certify", "--backend", "conformance:RunnerFactory.reference", "--report", str(report)]) == 0
     doc = json.loads(report.read_text())
     assert doc["backend"] == "reference-runner" and doc["level"] == "FULL"
     assert set(doc["capabilities"]) == {"runner", "runner_async", "runner_batch"}
@@ -64,7 +68,7 @@ def _certify(tmp_path: Path, name: str, *extra: str, backend: bool = True) -> di
     )
     which = ["--backend", "memfactory:make"] if backend else ["--store", "memory:"]
     done = subprocess.run(
-        [sys.executable, "-m", "conformance.certify", *which, "--seed", "3", "--report", str(report), *extra],
+        [sys.executable, "-m", "pytest_durable.cli", "certify", *which, "--seed", "3", "--report", str(report), *extra],
         cwd=tmp_path,
         check=True,
         capture_output=True,
@@ -103,7 +107,17 @@ def _certify_slots_as_text(tmp_path: Path, *extra: str) -> subprocess.CompletedP
         "    return StoreFactory(SlotsSortedAsText, name='slots-as-text')\n"
     )
     return subprocess.run(
-        [sys.executable, "-m", "conformance.certify", "--backend", "mybackend:factory", "--seed", "1", *extra],
+        [
+            sys.executable,
+            "-m",
+            "pytest_durable.cli",
+            "certify",
+            "--backend",
+            "mybackend:factory",
+            "--seed",
+            "1",
+            *extra,
+        ],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -128,7 +142,7 @@ def test_certify_leaves_nothing_in_the_current_directory(tmp_path: Path) -> None
     (constants cache, example database) under the run's temporary directory, not `.hypothesis/` here."""
     for extra in ([], ["-n", "2", "--backend", "conformance:RunnerFactory.reference"]):
         run = subprocess.run(
-            [sys.executable, "-m", "conformance.certify", "--seed", "2", *extra],
+            [sys.executable, "-m", "pytest_durable.cli", "certify", "--seed", "2", *extra],
             cwd=tmp_path,
             capture_output=True,
             text=True,

@@ -187,9 +187,9 @@ def test_certify_leaves_no_temporary_directory(
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
-    from conformance import certify
+    from pytest_durable.cli import main as durable
 
-    assert certify.main([*store, "--seed", "3"]) == 0
+    assert durable(["certify", *store, "--seed", "3"]) == 0
     assert list(scratch.iterdir()) == []
 
 
@@ -198,10 +198,10 @@ def test_certify_sqlite_file_is_one_file_and_emptied(tmp_path: Path) -> None:
     drops their tables at the end."""
     import sqlite3
 
-    from conformance import certify
+    from pytest_durable.cli import main as durable
 
     db = tmp_path / "certify.db"
-    assert certify.main(["--store", f"sqlite:{db}", "--seed", "4"]) == 0
+    assert durable(["certify", "--store", f"sqlite:{db}", "--seed", "4"]) == 0
     assert {p.name for p in tmp_path.iterdir()} <= {"certify.db", "certify.db-wal", "certify.db-shm"}
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall() == []
@@ -219,10 +219,10 @@ def _keys(url: str) -> set[bytes]:
 
 def test_certify_deletes_its_redis_keys(real_redis: str) -> None:
     """STORE-11: every key a certification wrote to Redis is deleted when it ends."""
-    from conformance import certify
+    from pytest_durable.cli import main as durable
 
     before = _keys(real_redis)
-    assert certify.main(["--store", real_redis, "--seed", "5"]) == 0
+    assert durable(["certify", "--store", real_redis, "--seed", "5"]) == 0
     assert _keys(real_redis) == before
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_durable.inspect import inspect_store
 from pytest_durable.plugin import _checked_store
 from reference_runtime.errors import DurableError, StoreError, StoreSchemeError, StoreUrlError
+from reference_runtime.inspection import inspect_store
 from reference_runtime.stores import (
     CAPABILITIES,
     ENTRY_POINT_GROUP,
@@ -72,7 +72,7 @@ def test_a_registered_scheme_goes_through_every_entry_point(scheme: StoreScheme)
     assert check_store("counted:").scheme == "counted"
     assert isinstance(open_store("counted:"), Counted)
     assert isinstance(open_store("counted:", isolated=True), Counted)
-    assert _checked_store("counted:", probe=True) == "counted:"
+    assert _checked_store("counted:", probe=True).text == "counted:"
     factory = store_factory("counted:")
     first, second = factory(), factory.new()
     assert isinstance(first, Counted) and isinstance(second, Counted) and first is not second
@@ -230,7 +230,7 @@ def test_certify_keeps_workers_for_every_store_but_a_built_in_one_in_process(
     scheme: StoreScheme, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """STORE-19, CONF-7: `durable certify -n` asks the registry whether the store runs in this process."""
-    from conformance.certify import _workers
+    from pytest_durable.cli.certify import _workers
 
     assert _workers("2", None, "sqlite:x.db") is None and "-n 2 ignored" in capsys.readouterr().out
     assert _workers("2", None, "memory:") is None

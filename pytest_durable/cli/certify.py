@@ -26,7 +26,9 @@ import tempfile
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
+
+from .args import CommandError, Parser, checked_url, load
 
 if TYPE_CHECKING:
     import pytest
@@ -78,15 +80,8 @@ SUITE = textwrap.dedent(
 )
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        from .loading import CommandError
-
-        raise CommandError(f"{self.prog}: {message} (see {self.prog} --help)")
-
-
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="durable certify",
         description="run the conformance kit against a store or runner and print the level table",
     )
@@ -110,9 +105,7 @@ def _parser() -> argparse.ArgumentParser:
 def _check_backend(spec: str) -> None:
     """Import and call the backend once, so a backend that cannot be loaded is one line before any
     check runs; the suite calls it again for the factory it certifies."""
-    from .factory import StoreFactory
-    from .loading import CommandError, load
-    from .runner_factory import RunnerFactory
+    from conformance import RunnerFactory, StoreFactory
 
     target = load(spec, "--backend")
     if not callable(target):
@@ -134,8 +127,7 @@ def _check_backend(spec: str) -> None:
 
 def _check_paths(args: argparse.Namespace) -> None:
     """KIT-6: the files the run writes or reads are checked before the backend is loaded or a check runs."""
-    from .loading import CommandError
-    from .paths import known_failures_problem, output_problem
+    from conformance.paths import known_failures_problem, output_problem
 
     problems = [
         args.report and output_problem("--report", args.report, Path(args.report).resolve(), twin=".md"),
@@ -159,11 +151,11 @@ def _check_paths(args: argparse.Namespace) -> None:
 def _in_process(url: str) -> bool:
     """A built-in store without a server (``memory:``, ``sqlite:``). A third-party scheme may reach a
     remote service without declaring a server to probe, so it keeps the workers it asked for."""
-    from reference_runtime.stores import get_scheme, parse_store_url
+    from reference_runtime.stores import parse_store_url
     from reference_runtime.stores.registry import BUILT_IN
 
-    scheme = get_scheme(parse_store_url(url).scheme)
-    return scheme.origin == BUILT_IN and not scheme.server
+    scheme = parse_store_url(url).store_scheme
+    return scheme is not None and scheme.origin == BUILT_IN and not scheme.server
 
 
 def _workers(requested: str | None, backend: str | None, url: str | None) -> str | None:
@@ -217,27 +209,13 @@ _HOME_ENV = "HYPOTHESIS_STORAGE_DIRECTORY"
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .loading import CommandError
-
-    try:
-        return _certify(argv)
-    except CommandError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-
-
-def _certify(argv: list[str] | None) -> int:
-    from .loading import CommandError
-
     args = _parser().parse_args(argv)
     _check_paths(args)
     if args.backend:
         _check_backend(args.backend)
     url = args.store
     if url is not None:
-        from .loading import checked_url
-
-        checked_url(url, "--store")
+        checked_url(url, "--store", needs=("isolated",))
     if args.workers is not None and not str(args.workers).isdigit() and args.workers != "auto":
         raise CommandError(f"-n {args.workers!r}: expected a number of workers or auto")
 
@@ -291,7 +269,3 @@ def _certify(argv: list[str] | None) -> int:
                 if name == "test_certify" or name.startswith("test_certify."):
                     del sys.modules[name]
     return int(code)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
