@@ -41,7 +41,7 @@ from ..errors import CorruptRecordError, Location, StoreError
 from ..records import ActionState, CallResult, StateRef
 from ..serde.actionstate import JavaActionState
 from .base import RecoveryMarker
-from .kafka import InspectedState, KafkaStore
+from .kafka import KafkaStore
 from .kafka_flink_format import (
     FLINK_AGENTS,
     decode_value,
@@ -55,6 +55,7 @@ from .kafka_flink_format import (
 )
 from .kafka_replay import location
 from .keyindex import KeyIndex
+from .scheme import InspectedState
 
 
 @dataclass
