@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from conformance import CAPABILITIES, SUITE_VERSION
-from conformance.plugin import LEVELS, REPORT_SCHEMA, levels
+from conformance.report import LEVELS, REPORT_SCHEMA, levels
 from pytest_durable.cli import main as durable
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -188,3 +188,47 @@ def test_undeclared_skipped_capabilities_do_not_lower_the_overall_level() -> Non
         ]
     )
     assert overall == "PARTIAL"
+
+
+def test_workers_without_xdist_are_refused_in_one_line_naming_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CLI-3, CONF-7: `durable certify -n 2` where pytest-xdist is not installed says what to install, in one
+    line, before any check runs (a plain install has no xdist)."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "xdist" else real(name, *a))
+    code = durable(["certify", "--backend", "conformance:RunnerFactory.reference", "-n", "2"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.splitlines() == [
+        "error: -n 2: pytest-xdist is not installed: pip install 'pytest-durable[xdist]' (or run without workers)"
+    ]
+
+
+def test_certify_is_a_function_returning_a_typed_report() -> None:
+    """CONF-3: `conformance.certify(backend)` runs the fixed suite against a factory handed in (no source
+    written) and returns the report: levels per capability, per-clause results, counts, seed; rendered as
+    JSON, Markdown and JUnit XML."""
+    import xml.etree.ElementTree as ET
+
+    from conformance import Report, RunnerFactory, certify
+
+    made: list[RunnerFactory] = []
+
+    def backend() -> RunnerFactory:
+        made.append(RunnerFactory.reference())
+        return made[-1]
+
+    report = certify(backend, seed=7)
+    assert isinstance(report, Report) and len(made) == 1, "the backend is called once"
+    assert (report.backend, report.level, report.seed, report.exit_code) == ("reference-runner", "FULL", 7, 0)
+    assert set(report.capabilities) == {"runner", "runner_async", "runner_batch"}
+    assert report.checks_run == report.checks_total == len(report.checks) > 20
+    clauses = report.clauses()
+    assert clauses["REC-3"] == "passed" and set(clauses.values()) == {"passed"}
+    assert report.to_json()["level"] == "FULL" and "| runner | FULL |" in report.markdown()
+    junit = ET.fromstring(report.junit())
+    assert junit.get("tests") == str(len(report.checks)) and junit.get("failures") == "0"
+    assert {p.get("value") for p in junit.iter("property") if p.get("name") == "clause"} == set(clauses)

@@ -227,13 +227,18 @@ def test_the_built_in_schemes_declare_what_certify_used_to_assume() -> None:
 
 
 def test_certify_keeps_workers_for_every_store_but_a_built_in_one_in_process(
-    scheme: StoreScheme, capsys: pytest.CaptureFixture[str]
+    scheme: StoreScheme, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """STORE-19, CONF-7: `durable certify -n` asks the registry whether the store runs in this process."""
-    from pytest_durable.cli.certify import _workers
+    """STORE-19, CONF-7: `durable certify -n` asks the parsed URL's scheme whether the store runs in this process."""
+    from conformance import RunnerFactory
+    from conformance.certification import Backend, _workers
 
-    assert _workers("2", None, "sqlite:x.db") is None and "-n 2 ignored" in capsys.readouterr().out
-    assert _workers("2", None, "memory:") is None
-    assert _workers("2", None, "redis://h/0") == "2"
-    assert _workers("2", None, "counted:") == "2"  # a third-party scheme may be remote without a server flag
-    assert _workers("2", "mod:factory", None) == "2"
+    def backend(url: str) -> Backend:
+        return Backend._of_url(parse_store_url(url), tmp_path)
+
+    assert _workers("2", backend(f"sqlite:{tmp_path / 'x.db'}")) is None and "-n 2 ignored" in capsys.readouterr().out
+    assert _workers("2", backend("memory:")) is None
+    assert _workers("2", backend("redis://h/0")) == "2"
+    assert _workers("2", backend("counted:")) == "2"  # a third-party scheme may be remote without a server flag
+    runner = Backend("runner", RunnerFactory.reference(), "call:conformance:RunnerFactory.reference")
+    assert _workers("2", runner) == "2"
