@@ -264,13 +264,15 @@ class _RunnerChecks:
     @clause("REC-6")
     @clause("FLT-1")
     @clause("FLT-4")
+    @clause("CONF-8")
     @capability("runner")
     def test_crash_at_every_fault_point_recovers_to_the_crash_free_run(
         self, durable_runner_factory: RunnerFactory
     ) -> None:
-        """REC-1, REC-3, REC-5, REC-6, FLT-1, FLT-4: for every fault point the crash-free run reaches, one
-        crash there and a recovery give the crash-free outputs and memory; calls recorded before the crash
-        never execute again, the others at most once more."""
+        """REC-1, REC-3, REC-5, REC-6, FLT-1, FLT-4, CONF-8: for every fault point the crash-free run reaches,
+        one crash there (the engine's sweep, through the runner under test) and a recovery give the crash-free
+        outputs and memory; calls recorded before the crash never execute again, the others at most once
+        more, counted on what the agents really ran."""
         outcomes = self.sweep(durable_runner_factory, agents.Steps, INPUTS)
         violations = [v for o in outcomes for v in o.violations]
         assert not violations, "\n".join(violations)

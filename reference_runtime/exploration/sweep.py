@@ -128,7 +128,7 @@ def sweep(
     **options: Any,
 ) -> list[PointOutcome]:
     """Crash once at every point of the crash-free run, recover, check; a crash that does not fire where the
-    crash-free run reached its point is a violation (PLG-1). ``run`` is the runner (default: the reference
+    crash-free run reached its point is a violation (PLG-19). ``run`` is the runner (default: the reference
     :class:`~reference_runtime.Runner`); a runner under test re-executes every scenario.
 
     Each scenario starts from a snapshot of the crash-free run at its point when that is equivalent to
@@ -179,7 +179,7 @@ def sweep(
         outcome = check(scenario, baseline, result, injector, ledger)
         if not outcome.fired:
             outcome.violations.append(
-                f"PLG-1: the crash at {point.describe()} never fired: the run did not reach the point the crash-free "
+                f"PLG-19: the crash at {point.describe()} never fired: the run did not reach the point the crash-free "
                 "run reached (a nondeterministic agent or runner)"
             )
         if reason is None:

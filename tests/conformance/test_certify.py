@@ -193,7 +193,7 @@ def test_undeclared_skipped_capabilities_do_not_lower_the_overall_level() -> Non
 def test_workers_without_xdist_are_refused_in_one_line_naming_what_to_install(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """CLI-3, CONF-7: `durable certify -n 2` where pytest-xdist is not installed says what to install, in one
+    """CLI-3, CONF-9: `durable certify -n 2` where pytest-xdist is not installed says what to install, in one
     line, before any check runs (a plain install has no xdist)."""
     import importlib.util
 
@@ -208,7 +208,7 @@ def test_workers_without_xdist_are_refused_in_one_line_naming_what_to_install(
 
 
 def test_certify_is_a_function_returning_a_typed_report() -> None:
-    """CONF-3: `conformance.certify(backend)` runs the fixed suite against a factory handed in (no source
+    """CONF-3, CONF-9: `conformance.certify(backend)` runs the fixed suite against a factory handed in (no source
     written) and returns the report: levels per capability, per-clause results, counts, seed; rendered as
     JSON, Markdown and JUnit XML."""
     import xml.etree.ElementTree as ET

@@ -117,15 +117,25 @@ def test_unreachable_server_is_one_line(capsys: pytest.CaptureFixture[str]) -> N
             ["sweep", "tests.plugin.verdict_agents:NonIdempotent", "--inputs", "{inputs}", "--effect", "json:nothing"],
             "json has no attribute 'nothing'",
         ),
+        (["inspect"], "durable inspect: the following arguments are required: URL (see durable inspect --help)"),
+        (["inspect", "sqlite:x.db", "--bogus"], "durable inspect: unrecognized arguments: --bogus"),
+        (["inspect", "sqlite:x.db", "--timeout", "soon"], "argument --timeout: invalid float value: 'soon'"),
+        (["inspect", "sqlite:{dir}"], "is a directory; sqlite:PATH names one database file"),
+        (
+            ["sweep", "tests.plugin.verdict_agents:NonIdempotent", "--inputs", "{inputs}", "--store", "sqlite:{dir}"],
+            "is a directory",
+        ),
     ],
 )
 def test_bad_command_line_is_one_line(
     argv: list[str], expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """CLI-3: each bad input names itself and the fix on one line, status 2."""
+    """CLI-3, CLI-4, CLI-6: each bad input names itself and the fix on one line, status 2, for every command
+    (usage errors of `durable inspect` too); a directory where a SQLite file belongs says so."""
     inputs = tmp_path / "in.jsonl"
     inputs.write_text('{"key": "k", "input": 1}\n')
-    line = _one_line_error(*_run(capsys, *[a.replace("{inputs}", str(inputs)) for a in argv]))
+    argv = [a.replace("{inputs}", str(inputs)).replace("{dir}", str(tmp_path)) for a in argv]
+    line = _one_line_error(*_run(capsys, *argv))
     assert expected in line
 
 

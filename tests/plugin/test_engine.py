@@ -1,6 +1,6 @@
-"""The crash-exploration engine (``reference_runtime.exploration``) on its own: any runner drives its sweep
-(CONF-4), its verdict judges what really ran when every execution is booked (REC-3, REC-5), a sweep crash
-that never fires is a violation (PLG-1), and a call has one spelling everywhere (IDN-5)."""
+"""The crash-exploration engine (``reference_runtime.exploration``, PLG-20) on its own: any runner drives its
+sweep (CONF-4), its verdict judges what really ran when every execution is booked (REC-3, REC-5, CONF-8), a
+sweep crash that never fires is a violation (PLG-19), and a call has one spelling everywhere (IDN-5)."""
 
 from __future__ import annotations
 
@@ -72,8 +72,8 @@ def hiding(
 
 
 def test_a_runner_under_test_drives_the_sweep_and_its_hidden_re_executions_are_counted() -> None:
-    """CONF-4, REC-3: the sweep runs a run function in place of the reference runner; its journal claims
-    replays, so only the executions the agent booked show that recorded calls ran again."""
+    """CONF-4, CONF-8, REC-3, PLG-20: the sweep runs a run function in place of the reference runner; its
+    journal claims replays, so only the executions the agent booked show that recorded calls ran again."""
     agents.reset()
     trusting = sweep(agents.Steps, INPUTS, InMemoryStore, run=hiding)
     assert all(o.start == "re-executed" for o in trusting)
@@ -138,16 +138,16 @@ class Flaky(Agent):
 
 
 def test_a_sweep_crash_that_never_fires_is_a_violation() -> None:
-    """PLG-1: a point the crash-free run reached but the crash run does not is reported, not passed."""
+    """PLG-19: a point the crash-free run reached but the crash run does not is reported, not passed."""
     Flaky.runs = 0
     outcomes = sweep(Flaky, INPUTS, InMemoryStore, re_execute=True)
-    missed = [v for o in outcomes for v in o.violations if v.startswith("PLG-1")]
+    missed = [v for o in outcomes for v in o.violations if v.startswith("PLG-19")]
     assert missed and "never fired" in missed[0]
 
 
 def test_a_call_has_one_spelling_in_verdict_ledger_and_journal() -> None:
-    """IDN-5: the verdict's lines, the ledger's rows and the journal name a call by ``str(CallId)``, which
-    quotes key and action."""
+    """IDN-5, PLG-20: the verdict's lines, the ledger's rows and the journal name a call by ``str(CallId)``,
+    which quotes key and action."""
     key = "a/b c"
     call = CallId(key, 0, "work", 0)
     assert str(call) == "a%2Fb%20c/0/work/0"

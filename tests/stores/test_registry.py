@@ -3,6 +3,7 @@ point, behind every entry point; the capability enum; the one store factory."""
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -119,20 +120,45 @@ def test_unknown_schemes_list_every_known_one(scheme: StoreScheme) -> None:
 
 
 def test_a_scheme_without_isolated_stores_is_refused_by_the_test_entry_points() -> None:
-    """STORE-20: the factory and the plugin need a fresh store per test; open_store still opens it."""
+    """STORE-20, STORE-21: the factory and the plugin need a fresh store per test; open_store still opens it.
+    Each refusal is one message, the same from every entry point."""
     register_scheme(StoreScheme("plain", "plain:", open=lambda p, t: InMemoryStore()))
     try:
         assert isinstance(open_store("plain:"), InMemoryStore)
-        with pytest.raises(StoreSchemeError, match="no isolated="):
-            store_factory("plain:")
-        with pytest.raises(StoreSchemeError, match="cannot make isolated stores"):
-            open_store("plain:", isolated=True)
-        with pytest.raises(pytest.UsageError, match=r"--durable-store .*no isolated="):
+        refusals = []
+        for enter in (lambda: store_factory("plain:"), lambda: open_store("plain:", isolated=True)):
+            with pytest.raises(
+                StoreSchemeError, match="cannot make isolated stores: its StoreScheme has no isolated="
+            ) as info:
+                enter()
+            refusals.append(str(info.value))
+        with pytest.raises(pytest.UsageError) as usage:
             _checked_store("plain:", probe=False)
+        refusals.append(str(usage.value).removeprefix("--durable-store (ini durable_store): "))
+        assert len(set(refusals)) == 1, refusals
         with pytest.raises(DurableError, match="has no reader"):
             inspect_store("plain:")
     finally:
         unregister_scheme("plain")
+
+
+def test_a_parsed_url_carries_its_scheme_and_is_not_parsed_again(scheme: StoreScheme) -> None:
+    """STORE-21: the parsed URL carries its scheme record; a factory given it (as the plugin does, once per
+    session) does not parse it again, however many stores it makes."""
+    calls: list[str] = []
+
+    def parse(text: str) -> StoreUrl:
+        calls.append(text)
+        return StoreUrl(text, "counted")
+
+    register_scheme(dataclasses.replace(scheme, parse=parse), replace=True)
+    parsed = parse_store_url("counted:x")
+    assert parsed.store_scheme is not None and parsed.store_scheme.name == "counted" and calls == ["counted:x"]
+    factory = store_factory(parsed)
+    factory(), factory()
+    assert open_store(parsed) is not None and check_store(parsed) is parsed
+    assert calls == ["counted:x"]
+    factory.cleanup()
 
 
 def test_a_parser_that_returns_another_scheme_is_refused() -> None:
