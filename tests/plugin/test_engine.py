@@ -4,9 +4,6 @@ sweep crash that never fires is a violation (PLG-19), and a call has one spellin
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
-
 from conformance import agents
 from reference_runtime import (
     Agent,
@@ -23,44 +20,25 @@ from reference_runtime import (
     RunResult,
     action,
 )
-from reference_runtime.durable import MismatchMode
 from reference_runtime.exploration import journal
 from reference_runtime.exploration.ledger import Ledger
 from reference_runtime.exploration.protocol import reference_run
 from reference_runtime.exploration.scenario import Scenario
 from reference_runtime.exploration.sweep import sweep
 from reference_runtime.exploration.verdict import check, recorded_attempts
-from reference_runtime.stores.base import ActionStateStore
 from reference_runtime.stores.memory import InMemoryStore
+from tests.conformance.broken_runners import RunArgs, forgetful, run_function
 
 INPUTS = [("k", 1)]
 
 
-def hiding(
-    agent: type[Agent],
-    inputs: Sequence[tuple[str, Any]],
-    *,
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-) -> RunResult:
-    """A runner that recovers against an empty store (every call executes again) and says in its journal that
+@run_function
+def hiding(run: RunArgs) -> RunResult:
+    """The forgetful runner (it recovers against an empty store: every call executes again) whose journal says
     every call after the first attempt replayed."""
-    runner = Runner(agent, store, injector=injector, mismatch=mismatch, config=config)
-    runner.inputs.extend(inputs)
-    while True:
-        try:
-            runner.process()
-            break
-        except BaseException as crash:
-            point = getattr(crash, "point", None)
-            if point is None:
-                raise
-            runner.crashes.append(point)
-            runner.store = InMemoryStore()
-            runner.fail_over()
-    result = runner.result()
+    result = forgetful(
+        run.agent, run.inputs, store=run.store, injector=run.injector, mismatch=run.mismatch, config=run.config
+    )
     journal = [e._replace(source="replayed") if e.attempt else e for e in result.journal]
     return RunResult(
         emitted=result.emitted,
