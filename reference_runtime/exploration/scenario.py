@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from reference_runtime.config import KEYS
 from reference_runtime.durable import MismatchMode
 from reference_runtime.faults import CrashAt, FaultPoint, ScheduleSyntaxError
 
@@ -27,6 +28,10 @@ __all__ = [
     "scenario_from_marker",
     "selector_for",
 ]
+
+
+#: The runtime config key of the reconciler switch (DE-14), as the key registry names it.
+RECONCILERS_KEY = next(k.name for k in KEYS if k.attr == "reconcilers")
 
 
 def selector_for(point: FaultPoint, nth: int = 1) -> CrashAt:
@@ -67,7 +72,7 @@ class Scenario:
     def runner_options(self) -> dict[str, object]:
         options: dict[str, object] = {"mismatch": self.mismatch}
         if not self.reconcilers:
-            options["config"] = {"durable-execution.reconcilers": False}
+            options["config"] = {RECONCILERS_KEY: False}
         return options
 
 
