@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import statistics
 
-from pytest_durable.scenario import Scenario, selector_for
 from pytest_durable.sweep import check, learn, points_to_crash, run_scenario
 from reference_runtime import Agent, Event, InputEvent, OutputEvent, Runner, RunnerContext, action
+from reference_runtime.exploration.scenario import Scenario, selector_for
 from reference_runtime.stores.memory import InMemoryStore
 
 from ._util import best_of, table

@@ -3,7 +3,7 @@ in one process and on two pytest-xdist workers (``-n 2``), measured side by side
 beside it the kit's mutation score: the share of the broken backends of tests/conformance/mutants that a
 check citing the violated clause kills (the mutation suite, run once on two workers).
 
-Each certification is a fresh ``python -m conformance.certify`` process (what ``durable certify`` runs),
+Each certification is a fresh ``python -m pytest_durable.cli certify`` process (what ``durable certify`` runs),
 so interpreter start-up and, with ``-n 2``, worker start-up are included. Same seed for both modes.
 """
 
@@ -34,7 +34,7 @@ def certify(workers: int | None, forced: bool = False) -> tuple[float, int]:
     through a ``--backend`` factory, so ``-n`` really starts workers (an in-process store ignores it)."""
     with tempfile.TemporaryDirectory(prefix="p6-") as tmp:
         report = Path(tmp) / "report.json"
-        cmd = [sys.executable, "-m", "conformance.certify", "--report", str(report), "--seed", SEED]
+        cmd = [sys.executable, "-m", "pytest_durable.cli", "certify", "--report", str(report), "--seed", SEED]
         if forced:
             (Path(tmp) / "forced.py").write_text(_FORCED)
             cmd += ["--backend", "forced:make"]

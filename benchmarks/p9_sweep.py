@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import time
 
-from pytest_durable import snapshot_start as snap
 from pytest_durable.sweep import Scenario, check, points_to_crash, selector_for, sweep
 from reference_runtime import Agent, Event, InputEvent, OutputEvent, Runner, RunnerContext, action
+from reference_runtime.exploration import snapshot_start as snap
 from reference_runtime.stores.memory import InMemoryStore
 
 from ._util import point, table

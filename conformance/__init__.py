@@ -17,7 +17,8 @@ A backend author writes one test file::
         pass
 
 and a runner author subclasses :class:`RunnerConformance` with a ``durable_runner_factory`` fixture
-(see docs/conformance/howto.md).
+(see docs/conformance/howto.md). ``certify(backend)`` runs the whole suite against a store URL or a factory
+and returns the :class:`Report` (``durable certify`` is its command line).
 
 The names are imported on first use, and the modules holding checks are registered for pytest's
 assertion rewriting just before that, so a failed check shows the values it compared, also under
@@ -34,6 +35,9 @@ from reference_runtime._version import __version__ as SUITE_VERSION  # one versi
 from .session import CHECK_MODULES, register_assert_rewrite
 
 _EXPORTS = {
+    "CertifyError": "certification",
+    "certify": "certification",
+    "Report": "report",
     "CAPABILITIES": "factory",
     "StoreFactory": "factory",
     "factory_from_url": "factory",
@@ -45,7 +49,9 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
+    from .certification import CertifyError, certify
     from .factory import CAPABILITIES, StoreFactory, factory_from_url
+    from .report import Report
     from .runner_factory import RUNNER_CAPABILITIES, RunFunction, RunnerFactory
     from .runner_suite import RunnerConformance
     from .store_suite import StoreConformance
@@ -66,11 +72,14 @@ __all__ = [
     "CHECK_MODULES",
     "RUNNER_CAPABILITIES",
     "SUITE_VERSION",
+    "CertifyError",
+    "Report",
     "RunFunction",
     "RunnerConformance",
     "RunnerFactory",
     "StoreConformance",
     "StoreFactory",
+    "certify",
     "factory_from_url",
     "register_assert_rewrite",
 ]

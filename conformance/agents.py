@@ -1,8 +1,14 @@
 """Agents the runner conformance checks run (a module of their own, so function ids are stable).
 
-Every durable function reports its execution to :data:`LEDGER`, keyed by the idempotency call id the
-runtime gives it (``current_call()``, spec IDN-5), so a check can count real executions per call across
-crashes and recoveries. Checks call :func:`reset` before each run.
+Every durable function books its execution on the engine's side-effect ledger
+(:class:`reference_runtime.exploration.ledger.Ledger`, with ``executions=True``), keyed by the idempotency call
+id the runtime gives it (``current_call()``, spec IDN-5), so a check, or the engine's sweep, counts real
+executions per call across crashes and recoveries. :data:`LEDGER` holds what the run in progress observed; every
+run starts afresh (:func:`reset`, or the engine's ``new_run`` for each run of a sweep).
+
+It is a module-level object because a durable function gets nothing but its arguments from a runner under test
+(and its arguments are digested, so nothing per-run can travel in them); the checks hand the same object to the
+stores and injectors they make.
 """
 
 from __future__ import annotations
@@ -24,43 +30,50 @@ from reference_runtime import (
     action,
     current_call,
 )
+from reference_runtime.exploration.ledger import Ledger
+
+#: The name every execution of a kit agent's durable function is booked under.
+EXECUTION = "execution"
 
 
-class Ledger:
-    """What really happened: executions of durable functions and reconcilers, in order, thread-safe.
+class Observed:
+    """What really happened in the run in progress: executions of durable functions (booked on :attr:`ledger`)
+    and reconcilers, in order, thread-safe.
 
-    ``log`` interleaves ``("effect", call id)`` with whatever else is appended (the runner suite's
-    observed store appends its writes), so a check can tell what was durable before an effect ran.
-    ``version`` is the "code version" agents branch on to simulate a code change across a recovery.
+    ``log`` interleaves ``("effect", call id)`` with whatever else is appended (the runner suite's observed
+    store appends its writes), so a check can tell what was durable before an effect ran. ``version`` is the
+    "code version" agents branch on to simulate a code change across a recovery.
     """
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.effects: Counter[str] = Counter()
-        self.contexts: list[CallContext] = []
-        self.reconciled: list[str] = []
-        self.log: list[tuple[str, Any]] = []
-        self.version = 1
-        #: ``(what, thread ident)`` of action bodies and durable functions, for thread-confinement checks.
-        self.threads: list[tuple[str, int]] = []
-        #: Calls of a batch running at this moment, and the most seen at once.
-        self.active = 0
-        self.max_active = 0
-        #: Batch calls that waited out their deadline without seeing the parallelism they wait for.
-        self.gate_timeouts = 0
-        self.flag = threading.Event()
+        self.ledger = Ledger(executions=True)
+        self.ledger.on_new_run(self._fresh)
+        self._fresh()
 
-    def reset(self) -> None:
+    def _fresh(self) -> None:
         with self.lock:
-            self.effects.clear()
-            self.contexts.clear()
-            self.reconciled.clear()
-            self.log.clear()
-            self.threads.clear()
+            self.contexts: list[CallContext] = []
+            self.reconciled: list[str] = []
+            self.log: list[tuple[str, Any]] = []
             self.version = 1
-            self.active = self.max_active = 0
+            #: ``(what, thread ident)`` of action bodies and durable functions, for thread-confinement checks.
+            self.threads: list[tuple[str, int]] = []
+            #: Calls of a batch running at this moment, and the most seen at once.
+            self.active = 0
+            self.max_active = 0
+            #: Batch calls that waited out their deadline without seeing the parallelism they wait for.
             self.gate_timeouts = 0
             self.flag = threading.Event()
+
+    def reset(self) -> None:
+        """Start a new run: nothing observed yet."""
+        self.ledger.new_run("a conformance check's run")
+
+    @property
+    def effects(self) -> Counter[str]:
+        """Executions per idempotency call id in the run in progress."""
+        return Counter({r.call_id: r.attempts for r in self.ledger.rows() if r.attempts})
 
     def on_thread(self, what: str) -> None:
         with self.lock:
@@ -68,14 +81,15 @@ class Ledger:
 
     def effect(self) -> str:
         call = current_call()
+        self.ledger.book(EXECUTION, call.idempotency_key)
         with self.lock:
-            self.effects[call.idempotency_key] += 1
             self.contexts.append(call)
             self.log.append(("effect", call.idempotency_key))
         return call.idempotency_key
 
     def reconcile(self) -> str:
         call = current_call()
+        self.ledger.book_reconciled(EXECUTION, call.idempotency_key)
         with self.lock:
             self.reconciled.append(call.idempotency_key)
         return call.idempotency_key
@@ -85,7 +99,7 @@ class Ledger:
             self.log.append((what, detail))
 
 
-LEDGER = Ledger()
+LEDGER = Observed()
 
 
 def reset() -> None:

@@ -1,7 +1,7 @@
 """The conformance kit's pytest plugin: ``clause``/``capability`` markers, per-capability levels in the
-terminal summary, JSON and Markdown reports, the session seed and known-failures files. Load with
-``-p conformance.plugin`` (``durable certify`` does) or ``pytest_plugins = ["conformance.plugin"]`` in a
-conftest.
+terminal summary, the JSON and Markdown report files, the session seed and known-failures files. Load with
+``-p conformance.plugin`` (``conformance.certify`` does) or ``pytest_plugins = ["conformance.plugin"]`` in a
+conftest. It holds only pytest hooks: the report, its levels and renderings are :mod:`conformance.report`.
 
 Results travel as ``user_properties`` (clause, capability, backend, declared capabilities), so they reach
 the controller under pytest-xdist and appear in JUnit XML. Everything a run records lives on one
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import fnmatch
 import importlib
-import json
 import secrets
 from collections import Counter, defaultdict
 from collections.abc import Sequence, Sized
@@ -26,17 +25,8 @@ from . import SUITE_VERSION
 from . import known_failures as kf
 from .marks import CAPABILITY_ATTR, capability_of, clauses_of
 from .paths import output_problem, read_known_failures
+from .report import INCOMPLETE, Report, write_reports
 from .session import CHECK_MODULES, RECORDER_NAME, register_assert_rewrite
-
-LEVELS = ("FULL", "BASE", "PARTIAL", "NONE")
-#: The overall level of a run that left out some of the suite's checks (KIT-7): not a certification level.
-INCOMPLETE = "INCOMPLETE"
-#: The level of a capability none of whose checks ran in a partial run.
-NOT_RUN = "not run"
-#: Capabilities that are a backend's baseline: a store's ``core``, a runner's ``runner``.
-BASELINE_CAPABILITIES = ("core", "runner")
-#: Version of the JSON report's layout (docs/conformance/reference.md).
-REPORT_SCHEMA = 3
 
 _RECORDER = pytest.StashKey["_Recorder"]()
 
@@ -171,7 +161,8 @@ class _Recorder:
         self.config = config
         self.results: list[dict[str, Any]] = []
         self.failures: dict[str, str] = {}
-        self.reports: list[dict[str, Any]] = []
+        #: One report per backend, built when the session finishes (on the controller under xdist).
+        self.reports: list[Report] = []
         self.notes: list[str] = []
         self._warned = False
         #: Kit checks per capability of each suite (a test class, or a module for checks outside one),
@@ -300,39 +291,10 @@ class _Recorder:
         self.reports = []
         for backend in sorted({r["backend"] or "unknown backend" for r in results}):
             mine = [r for r in results if (r["backend"] or "unknown backend") == backend]
-            totals = suite_totals(mine)
-            overall, caps = levels(mine, totals)
-            declared = sorted({c for r in mine for c in r["declared_capabilities"]})
-            self.reports.append(
-                {
-                    "schema": REPORT_SCHEMA,
-                    "suite_version": SUITE_VERSION,
-                    "seed": self.seed,
-                    "backend": backend,
-                    "declared_capabilities": declared,
-                    "level": overall,
-                    "partial": overall == INCOMPLETE,
-                    "checks_run": len(mine),
-                    "checks_total": max(len(mine), sum(totals.values())),
-                    "capabilities": caps,
-                    "checks": [{k: v for k, v in r.items() if k not in _INTERNAL} for r in mine],
-                }
-            )
+            self.reports.append(Report.from_results(backend, mine, self.seed))
         path = self.config.getoption("--durable-conformance-report", None)
         if path and self.reports:
-            target = self.config.invocation_params.dir / path
-            doc = (
-                self.reports[0]
-                if len(self.reports) == 1
-                else {
-                    "schema": REPORT_SCHEMA,
-                    "suite_version": SUITE_VERSION,
-                    "seed": self.seed,
-                    "backends": self.reports,
-                }
-            )
-            target.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
-            target.with_suffix(".md").write_text("\n".join(markdown(r) for r in self.reports))
+            write_reports(self.reports, self.config.invocation_params.dir / path)
         write = self.config.getoption("--durable-write-known-failures", None)
         if write:
             target = self.config.invocation_params.dir / write
@@ -344,10 +306,6 @@ class _Recorder:
                 )
             )
             self.notes.append(f"wrote {len(self.failures)} known failure(s) to {target}")
-
-
-#: Result fields that feed the levels but are not part of a check's entry in the JSON report.
-_INTERNAL = ("declared_capabilities", "suite", "suite_checks")
 
 
 def _suite_key(item: pytest.Item) -> str:
@@ -377,20 +335,6 @@ def _class_checks(cls: pytest.Class) -> Counter[str]:
 
 def _format_counts(counts: Counter[str]) -> str:
     return ",".join(f"{cap}={n}" for cap, n in sorted(counts.items()))
-
-
-def suite_totals(results: list[dict[str, Any]]) -> dict[str, int]:
-    """Checks per capability in the suites these results come from, whether they ran or not (KIT-7)."""
-    per_suite: dict[str, str] = {}
-    for r in results:
-        if r.get("suite") is not None and r.get("suite_checks"):
-            per_suite[str(r["suite"])] = str(r["suite_checks"])
-    totals: Counter[str] = Counter()
-    for text in per_suite.values():
-        for part in text.split(","):
-            cap, _, n = part.rpartition("=")
-            totals[cap] += int(n)
-    return dict(totals)
 
 
 def _is_xpass_strict(report: pytest.TestReport) -> bool:
@@ -470,75 +414,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         rec.finish()
 
 
-def levels(
-    results: list[dict[str, Any]], totals: dict[str, int] | None = None
-) -> tuple[str, dict[str, dict[str, Any]]]:
-    """Per-capability and overall level (definitions in docs/conformance/reference.md).
-
-    A known failure (``xfailed``) counts against the level like a failure: the backend does not meet
-    the clause, even though the run passes. Capabilities the backend does not declare whose checks were
-    all skipped do not count in the overall level (KIT-4).
-
-    ``totals`` are the suite's checks per capability (:func:`suite_totals`). When fewer ran — a
-    selection, ``-x``, a lost worker — or a declared capability had no check run, the overall level is
-    ``INCOMPLETE``, not a certification level (KIT-7); such capabilities are ``INCOMPLETE`` or ``not run``.
-    """
-    by_cap: dict[str, dict[str, Any]] = defaultdict(lambda: {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0})
-    failed_clauses: dict[str, set[str]] = defaultdict(set)
-    for r in results:
-        # A listed known failure that passed (strict XPASS) fails the run, but the clause is met.
-        by_cap[r["capability"]]["passed" if r["outcome"] == "xpassed" else r["outcome"]] += 1
-        if r["outcome"] in ("failed", "xfailed"):
-            failed_clauses[r["capability"]].update(r["clauses"])
-    out: dict[str, dict[str, Any]] = {}
-    for cap, c in sorted(by_cap.items()):
-        bad = c["failed"] + c["xfailed"]
-        if bad == 0 and c["passed"] > 0 and c["skipped"] == 0:
-            level = "FULL"
-        elif bad == 0 and c["passed"] > 0:
-            level = "BASE"
-        elif c["passed"] > 0:
-            level = "PARTIAL"
-        else:
-            level = "NONE"  # nothing passed: unsupported (all skipped) or broken (all failed)
-        out[cap] = {**c, "level": level, "failed_clauses": sorted(failed_clauses[cap])}
-    baseline = [c for c in BASELINE_CAPABILITIES if c in out] or ["core"]
-    base_levels = [out.get(c, {"level": "NONE"})["level"] for c in baseline]
-    # A capability the backend does not claim, none of whose checks ran, is listed (NONE) but does not
-    # lower the overall level: a backend is FULL for what it declares.
-    declared = {c for r in results for c in r.get("declared_capabilities", ())}
-    others = [
-        v["level"]
-        for k, v in out.items()
-        if k not in baseline and (k in declared or v["passed"] + v["failed"] + v["xfailed"] > 0)
-    ]
-    any_bad = any(v["failed"] + v["xfailed"] for v in out.values())
-    if all(lv == "FULL" for lv in base_levels) and all(lv == "FULL" for lv in others):
-        overall = "FULL"
-    elif all(lv == "FULL" for lv in base_levels) and not any_bad:
-        overall = "BASE"
-    elif all(lv in ("FULL", "BASE", "PARTIAL") for lv in base_levels):
-        overall = "PARTIAL"
-    else:
-        overall = "NONE"
-    incomplete = False
-    for cap in sorted({*declared, *(k for k, n in (totals or {}).items() if n > 0)}):
-        if cap not in out:
-            incomplete = True
-            out[cap] = {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0, "level": NOT_RUN, "failed_clauses": []}
-    for cap, entry in out.items():
-        if totals is None:
-            continue
-        entry["checks_total"] = totals.get(cap, 0)
-        ran = entry["passed"] + entry["failed"] + entry["skipped"] + entry["xfailed"]
-        if 0 < ran < entry["checks_total"]:
-            incomplete = True
-            entry["level"] = INCOMPLETE
-    if incomplete:
-        overall = INCOMPLETE
-    return overall, dict(sorted(out.items()))
-
-
 _LEVEL_COLOUR: dict[str, dict[str, bool]] = {
     "FULL": {"green": True},
     "BASE": {"cyan": True},
@@ -548,13 +423,6 @@ _LEVEL_COLOUR: dict[str, dict[str, bool]] = {
 }
 
 
-def overall_text(report: dict[str, Any]) -> str:
-    """The overall level as printed: a partial run says how much of the suite ran (KIT-7)."""
-    if report.get("partial"):
-        return f"{report['level']} ({report['checks_run']} of {report['checks_total']} checks run; not a certification)"
-    return str(report["level"])
-
-
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     rec = _recorder(config)
     if rec is None or (not rec.reports and not rec.notes):
@@ -562,39 +430,23 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     tr = terminalreporter
     tr.section("durable conformance")
     for report in rec.reports:
-        declared = ", ".join(report["declared_capabilities"]) or "-"
+        declared = ", ".join(report.declared_capabilities) or "-"
         tr.write(
-            f"backend: {report['backend']}   capabilities: {declared}   suite: {SUITE_VERSION}   "
-            f"seed: {report['seed']}   overall level: "
+            f"backend: {report.backend}   capabilities: {declared}   suite: {SUITE_VERSION}   "
+            f"seed: {report.seed}   overall level: "
         )
         # write, not write_line: write_line may start a new line first, splitting this one.
-        tr.write(overall_text(report), bold=True, **_LEVEL_COLOUR.get(report["level"], {}))
+        tr.write(report.overall_text(), bold=True, **_LEVEL_COLOUR.get(report.level, {}))
         tr.write("\n")
         tr.write_line(
             f"  {'capability':<20}{'level':<12}{'passed':>7}{'failed':>7}{'known':>7}{'skipped':>8}  failed clauses"
         )
-        for cap, c in report["capabilities"].items():
+        for cap, c in report.capabilities.items():
             # Only the level is coloured; pytest's writer drops colour off a terminal and under NO_COLOR.
             tr.write(f"  {cap:<20}")
-            tr.write(f"{c['level']:<12}", **_LEVEL_COLOUR.get(c["level"], {}))
+            tr.write(f"{c.level:<12}", **_LEVEL_COLOUR.get(c.level, {}))
             tr.write(
-                f"{c['passed']:>7}{c['failed']:>7}{c['xfailed']:>7}{c['skipped']:>8}  "
-                f"{', '.join(c['failed_clauses'])}".rstrip()
-                + "\n"
+                f"{c.passed:>7}{c.failed:>7}{c.xfailed:>7}{c.skipped:>8}  {', '.join(c.failed_clauses)}".rstrip() + "\n"
             )
     for note in rec.notes:
         tr.write_line(note)
-
-
-def markdown(report: dict[str, Any]) -> str:
-    """A Markdown summary of one backend's report, for a README badge section."""
-    lines = [
-        f"**durable conformance {report['suite_version']}** — `{report['backend']}`: "
-        f"**{overall_text(report)}** (seed {report['seed']})",
-        "",
-        "| capability | level | passed | failed | known failures | skipped |",
-        "|---|---|---|---|---|---|",
-    ]
-    for cap, c in report["capabilities"].items():
-        lines.append(f"| {cap} | {c['level']} | {c['passed']} | {c['failed']} | {c['xfailed']} | {c['skipped']} |")
-    return "\n".join(lines) + "\n"

@@ -1,6 +1,7 @@
 """What a runner author hands the kit: a function that runs an agent to the end through crashes.
 
-The runner protocol (spec CONF-4) is one callable::
+The runner protocol (spec CONF-4) is one callable, :class:`RunFunction` (the crash-exploration engine's, so the
+kit's checks and the engine's sweep drive a runner the same way)::
 
     run(agent, inputs, *, store, injector, mismatch, config) -> RunResult
 
@@ -15,45 +16,18 @@ the runtime raises on purpose (e.g. ``NondeterminismError`` in ``strict`` mode) 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from reference_runtime import Agent, FaultInjector, RunResult
 from reference_runtime.durable import MismatchMode
+from reference_runtime.exploration.protocol import RunFunction, reference_run
 from reference_runtime.stores.base import ActionStateStore
+
+__all__ = ["RUNNER_CAPABILITIES", "RunFunction", "RunnerFactory", "reference_run"]
 
 #: Capabilities a runner can declare. ``runner`` (synchronous durable calls, recovery, reconcilers,
 #: memory, completed-action skip, idempotency ids) is every runner's baseline.
 RUNNER_CAPABILITIES = ("runner", "runner_async", "runner_batch")
-
-
-class RunFunction(Protocol):
-    """The runner protocol: run ``agent`` over ``inputs`` to the end, failing over after every crash."""
-
-    def __call__(
-        self,
-        agent: type[Agent],
-        inputs: Sequence[tuple[str, Any]],
-        *,
-        store: ActionStateStore,
-        injector: FaultInjector,
-        mismatch: MismatchMode,
-        config: Mapping[str, Any],
-    ) -> RunResult: ...
-
-
-def reference_run(
-    agent: type[Agent],
-    inputs: Sequence[tuple[str, Any]],
-    *,
-    store: ActionStateStore,
-    injector: FaultInjector,
-    mismatch: MismatchMode,
-    config: Mapping[str, Any],
-) -> RunResult:
-    """The reference runtime as a :class:`RunFunction`."""
-    from reference_runtime import Runner
-
-    return Runner(agent, store, injector=injector, mismatch=mismatch, config=config).run(inputs)
 
 
 class RunnerFactory:

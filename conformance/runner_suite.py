@@ -2,7 +2,9 @@
 
 Each check runs an agent from :mod:`conformance.agents` through the runner under test with a crash
 schedule, and compares what happened (outputs, memory, the journal, real executions counted by the
-agents, the writes the store saw) with what the cited spec clauses require. Checks cite clauses with
+agents, the writes the store saw) with what the cited spec clauses require. Checks that crash at every
+fault point drive the crash-exploration engine's sweep (:func:`reference_runtime.exploration.sweep.sweep`)
+with the runner under test, and read its verdict. Checks cite clauses with
 :func:`conformance.marks.clause` and need capabilities (``runner``, ``runner_async``, ``runner_batch``)
 with :func:`conformance.marks.capability`. A failed check names its clauses and shows what it expected
 and what the runner did.
@@ -36,11 +38,14 @@ from reference_runtime import (
     function_id,
 )
 from reference_runtime.durable import MismatchMode
+from reference_runtime.exploration.sweep import sweep
+from reference_runtime.exploration.verdict import PointOutcome, recorded_attempts
 from reference_runtime.records import StateRef
+from reference_runtime.stores.base import ActionStateStore
 from reference_runtime.stores.forwarding import ForwardingStore
 
 from . import agents
-from .agents import LEDGER
+from .agents import LEDGER, Observed
 from .marks import capability, capability_of, clause
 from .runner_factory import RunnerFactory
 
@@ -61,12 +66,15 @@ class Write:
 
 
 class ObservedStore(ForwardingStore):
-    """Delegates to the store under the runner and notes every write (prunes included) in
-    :data:`agents.LEDGER` once it has returned (so a write noted before an effect was durable before the
-    effect started)."""
+    """Delegates to the store under the runner and notes every write (prunes included) in ``observed`` once
+    it has returned (so a write noted before an effect was durable before the effect started)."""
+
+    def __init__(self, inner: ActionStateStore, observed: Observed = LEDGER) -> None:
+        super().__init__(inner)
+        self.observed = observed
 
     def _note(self, method: str, ref: StateRef, index: int | None, results: Sequence[CallResult] = ()) -> None:
-        LEDGER.note(
+        self.observed.note(
             "write",
             Write(
                 method,
@@ -93,24 +101,25 @@ class ObservedStore(ForwardingStore):
 
     def prune_state(self, key: str, seq: int) -> None:
         super().prune_state(key, seq)
-        LEDGER.note("write", Write("prune_state", key, seq, "", None))
+        self.observed.note("write", Write("prune_state", key, seq, "", None))
 
 
 class LedgerInjector(FaultInjector):
     """A :class:`FaultInjector` that notes each fault point reached (``"point"``) and each crash
-    (``"crash"``) in the ledger; with ``change_code`` the agents' code
-    version goes to 2 at the first crash, as if the process restarted on new code."""
+    (``"crash"``) in ``observed``; with ``change_code`` the agents' code version goes to 2 at the first crash,
+    as if the process restarted on new code."""
 
     change_code: bool = False
+    observed: Observed = LEDGER
 
     def reach(self, point: FaultPoint) -> None:
-        LEDGER.note("point", point)
+        self.observed.note("point", point)
         try:
             super().reach(point)
         except SimulatedCrash:
-            LEDGER.note("crash", point)
+            self.observed.note("crash", point)
             if self.change_code:
-                LEDGER.version = 2
+                self.observed.version = 2
             raise
 
 
@@ -180,7 +189,7 @@ class _RunnerChecks:
             result = factory.run(agent, inputs, store=store, injector=injector, mismatch=mismatch)
         finally:
             store.close()
-        return Run(result, injector, Counter(LEDGER.effects), list(LEDGER.log))
+        return Run(result, injector, LEDGER.effects, list(LEDGER.log))
 
     def crash_free(self, factory: RunnerFactory, agent: type[Agent], inputs: Sequence[tuple[str, Any]]) -> Run:
         run = self.execute(factory, agent, inputs)
@@ -189,12 +198,24 @@ class _RunnerChecks:
 
     def sweep(
         self, factory: RunnerFactory, agent: type[Agent], inputs: Sequence[tuple[str, Any]]
-    ) -> Iterator[tuple[Run, Run, FaultPoint]]:
-        """The crash-free run, then one run per fault point it reached, crashing once there."""
-        base = self.crash_free(factory, agent, inputs)
-        assert base.injector.trace, "the runner reached no fault point (FLT-1)"
-        for point in list(base.injector.trace):
-            yield base, self.execute(factory, agent, inputs, [CrashAt.point(point)]), point
+    ) -> list[PointOutcome]:
+        """The engine's sweep through the runner under test: the crash-free run, then one run per fault point
+        it reached, crashing once there, each judged by the engine's verdict (REC-3, REC-4, REC-6, PLG-1) and,
+        from the executions the agents book, REC-3 and REC-5 on what really ran."""
+        stores: list[ActionStateStore] = []
+
+        def new_store() -> ActionStateStore:
+            stores.append(factory.new_store())
+            return stores[-1]
+
+        agents.reset()
+        try:
+            outcomes = sweep(agent, inputs, new_store, LEDGER.ledger, run=factory.run)
+        finally:
+            for store in stores:
+                store.close()
+        assert outcomes, "the runner reached no fault point (FLT-1)"
+        return outcomes
 
     # -- recovery by call order ---------------------------------------------------------------------------
     @clause("CONF-1")
@@ -243,30 +264,19 @@ class _RunnerChecks:
     @clause("REC-6")
     @clause("FLT-1")
     @clause("FLT-4")
+    @clause("CONF-8")
     @capability("runner")
     def test_crash_at_every_fault_point_recovers_to_the_crash_free_run(
         self, durable_runner_factory: RunnerFactory
     ) -> None:
-        """REC-1, REC-3, REC-5, REC-6, FLT-1, FLT-4: for every fault point the crash-free run reaches, one
-        crash there and a recovery give the crash-free outputs and memory; calls recorded before the crash
-        never execute again, the others at most once more."""
-        f = durable_runner_factory
-        phases = set()
-        for base, run, point in self.sweep(f, agents.Steps, INPUTS):
-            phases.add(point.phase)
-            where = point.describe()
-            assert run.injector.fired == [point], where
-            assert run.result.outputs == base.result.outputs, where
-            assert run.result.memory == base.result.memory, where
-            crash_at = run.injector.trace.index(point)  # an after-record crash point follows its record
-            recorded = {
-                _call(p.key or "", p.seq or 0, p.action or "", p.call_index or 0)
-                for p in run.injector.trace[: crash_at + 1]
-                if p.phase is Phase.AFTER_RECORD
-            }
-            for call_id, count in run.effects.items():
-                extra = count - base.effects[call_id]
-                assert extra <= (0 if call_id in recorded else 1), f"{call_id} ran {extra} more times after {where}"
+        """REC-1, REC-3, REC-5, REC-6, FLT-1, FLT-4, CONF-8: for every fault point the crash-free run reaches,
+        one crash there (the engine's sweep, through the runner under test) and a recovery give the crash-free
+        outputs and memory; calls recorded before the crash never execute again, the others at most once
+        more, counted on what the agents really ran."""
+        outcomes = self.sweep(durable_runner_factory, agents.Steps, INPUTS)
+        violations = [v for o in outcomes for v in o.violations]
+        assert not violations, "\n".join(violations)
+        phases = {o.point.phase for o in outcomes}
         assert phases >= {
             Phase.BEFORE_CALL,
             Phase.AFTER_EFFECT,
@@ -403,9 +413,9 @@ class _RunnerChecks:
         reconciler execute again (returning real results, not None), and outcomes stay in input order."""
         run = self.execute(durable_runner_factory, agents.Batch, [("k", [1, 2, 3])], [crash])
         assert run.result.outputs == {"k": [[10, 20, 30]]}
-        (fired,) = run.injector.fired
-        crash_at = run.injector.trace.index(fired)
-        recorded = {p.call_index for p in run.injector.trace[: crash_at + 1] if p.phase is Phase.AFTER_RECORD}
+        assert len(run.injector.fired) == 1
+        landed = recorded_attempts(run.injector.trace, run.injector.fired)
+        recorded = {call[3] for call, attempt in landed.items() if attempt == 0}
         for i in range(3):
             count = run.effects[_call("k", 0, "work", i)]
             assert (count == 1) if i in recorded else (1 <= count <= 2), f"slot {i} ran {count} times"
@@ -437,9 +447,10 @@ class _RunnerChecks:
         """MEM-9, MEM-10, REC-6: counters, values and nested objects written by two chained actions are the
         crash-free ones after a crash at any fault point: a crashed action leaves no writes behind, a
         completed one's log replays exactly (object creation included)."""
-        for base, run, point in self.sweep(durable_runner_factory, agents.TwoStage, INPUTS):
-            assert run.result.memory == base.result.memory, point.describe()
-            assert run.result.outputs == base.result.outputs, point.describe()
+        outcomes = self.sweep(durable_runner_factory, agents.TwoStage, INPUTS)
+        differ = [v for o in outcomes for v in o.violations if v.startswith("REC-6")]
+        assert not differ, "\n".join(differ)
+        base = self.crash_free(durable_runner_factory, agents.TwoStage, INPUTS)
         assert base.result.memory["alice"]["count"] == 2
         assert set(base.result.memory["alice"]["conv"]) == {"turn0", "turn1"}
 

@@ -11,36 +11,41 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+#: Where each name lives: the crash-exploration engine (``reference_runtime.exploration``), the store reader
+#: (``reference_runtime.inspection``) and this package's command line.
+_ENGINE = "reference_runtime.exploration"
 _EXPORTS = {
-    "FrozenClock": "clock",
-    "DurableHarness": "harness",
-    "DurableInvariantError": "harness",
-    "DurableRun": "harness",
-    "CallView": "inspect",
-    "InspectError": "inspect",
-    "StateView": "inspect",
-    "inspect_store": "inspect",
-    "render_inspection": "inspect",
-    "JournalMismatch": "journal",
-    "Effect": "ledger",
-    "Ledger": "ledger",
-    "LedgerError": "ledger",
-    "LedgerRow": "ledger",
-    "Scenario": "scenario",
-    "ScheduleSyntaxError": "scenario",
-    "LearningFailed": "sweep",
-    "World": "world",
+    "FrozenClock": f"{_ENGINE}.clock",
+    "DurableHarness": f"{_ENGINE}.harness",
+    "DurableInvariantError": f"{_ENGINE}.harness",
+    "DurableRun": f"{_ENGINE}.harness",
+    "CallView": "reference_runtime.inspection",
+    "InspectError": "reference_runtime.inspection",
+    "StateView": "reference_runtime.inspection",
+    "inspect_store": "reference_runtime.inspection",
+    "render_inspection": "pytest_durable.cli.inspect",
+    "JournalMismatch": f"{_ENGINE}.journal",
+    "Effect": f"{_ENGINE}.ledger",
+    "Ledger": f"{_ENGINE}.ledger",
+    "LedgerError": f"{_ENGINE}.ledger",
+    "LedgerRow": f"{_ENGINE}.ledger",
+    "Scenario": f"{_ENGINE}.scenario",
+    "ScheduleSyntaxError": f"{_ENGINE}.scenario",
+    "LearningFailed": f"{_ENGINE}.sweep",
+    "World": f"{_ENGINE}.world",
 }
 
 if TYPE_CHECKING:
-    from .clock import FrozenClock
-    from .harness import DurableHarness, DurableInvariantError, DurableRun
-    from .inspect import CallView, InspectError, StateView, inspect_store, render_inspection
-    from .journal import JournalMismatch
-    from .ledger import Effect, Ledger, LedgerError, LedgerRow
-    from .scenario import Scenario, ScheduleSyntaxError
-    from .sweep import LearningFailed
-    from .world import World
+    from reference_runtime.exploration.clock import FrozenClock
+    from reference_runtime.exploration.harness import DurableHarness, DurableInvariantError, DurableRun
+    from reference_runtime.exploration.journal import JournalMismatch
+    from reference_runtime.exploration.ledger import Effect, Ledger, LedgerError, LedgerRow
+    from reference_runtime.exploration.scenario import Scenario, ScheduleSyntaxError
+    from reference_runtime.exploration.sweep import LearningFailed
+    from reference_runtime.exploration.world import World
+    from reference_runtime.inspection import CallView, InspectError, StateView, inspect_store
+
+    from .cli.inspect import render_inspection
 
 
 def __getattr__(name: str) -> Any:
@@ -49,7 +54,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'pytest_durable' has no attribute {name!r}")
     # Not cached here: a nested in-process pytest run (pytester) drops the modules it imported when it ends,
     # and the next run must get the classes of the modules it imports itself.
-    return getattr(importlib.import_module(f".{module}", __name__), name)
+    return getattr(importlib.import_module(module), name)
 
 
 __all__ = [

@@ -16,13 +16,15 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from reference_runtime.exploration.clock import FrozenClock
+    from reference_runtime.exploration.harness import DurableHarness
+    from reference_runtime.exploration.ledger import Ledger
     from reference_runtime.faults import CrashAt
-
-    from .clock import FrozenClock
-    from .harness import DurableHarness
-    from .ledger import Ledger
+    from reference_runtime.stores import StoreUrl
 
 _STORE = pytest.StashKey[str]()
+#: The store URL parsed, once for the session (at configure, or at the first test of the default memory:).
+_PARSED_STORE = pytest.StashKey["StoreUrl"]()
 _SEED = pytest.StashKey[int]()
 _MAX_EXAMPLES = pytest.StashKey[int]()
 _TOTALS = pytest.StashKey[dict[str, int]]()
@@ -154,32 +156,40 @@ def _journal_root(config: pytest.Config) -> Path | None:
     return base
 
 
-def _checked_store(url: str, *, probe: bool) -> str:
-    """``url`` checked before any test runs (CLI-4): a malformed URL, a missing client package or a
-    server that does not answer is one usage error, not a failure per test. The runtime is imported
-    only when a store other than the default is configured (PLG-4)."""
+def _checked_store(url: str, *, probe: bool) -> StoreUrl | None:
+    """``url`` parsed and checked before any test runs (CLI-4): a malformed URL, a missing client package, a
+    scheme without isolated stores or a server that does not answer is one usage error, not a failure per
+    test. The default ``memory:`` is not parsed here (None), so the runtime stays unimported until a test uses
+    the store (PLG-4)."""
     if url in ("memory:", "memory"):
-        # The default: the built-in memory scheme accepts it as it is, and the runtime stays unimported.
-        return url
+        return None
     from reference_runtime.errors import StoreError
-    from reference_runtime.stores import check_store, get_scheme, parse_store_url
+    from reference_runtime.stores import check_store, parse_store_url
 
     try:
-        parsed = check_store(url, timeout=5.0) if probe else parse_store_url(url)
-        scheme = get_scheme(parsed.scheme)
-        if scheme.isolated is None:
-            raise StoreError(
-                f"store URL {url!r}: scheme {scheme.name!r} ({scheme.origin}) cannot make the fresh, isolated "
-                "store each test needs (its StoreScheme has no isolated=)"
-            )
+        if probe:
+            return check_store(url, timeout=5.0, needs=("isolated",))
+        return parse_store_url(url, needs=("isolated", "client"))
     except StoreError as exc:
         raise pytest.UsageError(f"--durable-store (ini durable_store): {exc}") from None
-    return url
+
+
+def _parsed_store(config: pytest.Config) -> StoreUrl:
+    """The session's store URL, parsed once (spec STORE-20)."""
+    parsed = config.stash.get(_PARSED_STORE, None)
+    if parsed is None:
+        from reference_runtime.stores import parse_store_url
+
+        parsed = config.stash[_PARSED_STORE] = parse_store_url(config.stash[_STORE])
+    return parsed
 
 
 def pytest_configure(config: pytest.Config) -> None:
     url = str(_option(config, "store") or "memory:")
-    config.stash[_STORE] = _checked_store(url, probe=not hasattr(config, "workerinput"))
+    parsed = _checked_store(url, probe=not hasattr(config, "workerinput"))
+    config.stash[_STORE] = url
+    if parsed is not None:
+        config.stash[_PARSED_STORE] = parsed
     worker_seed = getattr(config, "workerinput", {}).get("durable_seed")
     seed_text = _option(config, "seed")
     if worker_seed is not None:
@@ -270,7 +280,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             "to the test and call durable.run()",
             pytrace=False,
         )
-    from .sweep import MarkerError, sweep_params
+    from reference_runtime.exploration.sweep import MarkerError, sweep_params
 
     try:
         params, ids = sweep_params(marker.args, dict(marker.kwargs), where)
@@ -286,7 +296,7 @@ def durable_point(request: pytest.FixtureRequest) -> CrashAt | None:
     point: Any = getattr(request, "param", None)
     if point is None:
         return None
-    from .sweep import LearningFailed
+    from reference_runtime.exploration.sweep import LearningFailed
 
     if isinstance(point, LearningFailed):
         pytest.fail(point.message, pytrace=False)
@@ -310,18 +320,17 @@ def durable(
 ) -> Iterator[DurableHarness]:
     """Run an agent on the configured store: ``run``, ``crash``, ``sweep``, ``explore``,
     ``check_journal``, ``assert_deterministic``. See docs/plugin/reference.md."""
+    from reference_runtime.exploration.harness import DurableHarness
+    from reference_runtime.exploration.scenario import scenario_from_marker
+    from reference_runtime.exploration.stats import Stats
     from reference_runtime.stores.factory import store_factory
-
-    from .harness import DurableHarness
-    from .scenario import scenario_from_marker
-    from .stats import Stats
 
     config = request.config
     url = config.stash[_STORE]
     stats = Stats()
     pinned = [scenario_from_marker(m.args, dict(m.kwargs)) for m in request.node.iter_markers("durable_schedule")]
     sweep = request.node.get_closest_marker("durable_sweep")
-    stores = store_factory(url, lambda: tmp_path_factory.mktemp("durable"))
+    stores = store_factory(_parsed_store(config), lambda: tmp_path_factory.mktemp("durable"))
     harness = DurableHarness(
         stores,
         url,
@@ -373,7 +382,7 @@ def durable_clock(durable: DurableHarness) -> Iterator[FrozenClock]:
     all see it, and sleeping on it moves it instead of waiting."""
     from freezegun import freeze_time
 
-    from .clock import FrozenClock
+    from reference_runtime.exploration.clock import FrozenClock
 
     # pytest times tests through _pytest.timing: left on real time, --durations and JUnit show real
     # durations rather than the frozen instant or the virtual seconds slept (PLG-10).

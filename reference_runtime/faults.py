@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
+from urllib.parse import parse_qsl, quote, urlencode
 
 from .errors import DurableError, location_parts
 
@@ -105,15 +106,74 @@ class CrashAt:
         return cls(point.phase, point.key, point.seq, point.action, point.call_index)
 
     @classmethod
-    def parse(cls, label: str) -> CrashAt:
-        """Parse ``callN:phase``, ``action:phase`` or ``phase`` (the form of :meth:`FaultPoint.label`)."""
-        head, sep, tail = label.rpartition(":")
-        phase = Phase(tail if sep else label)
-        if not sep:
-            return cls(phase)
-        if head.startswith("call") and head[4:].isdigit():
-            return cls(phase, call_index=int(head[4:]))
-        return cls(phase, action=head)
+    def parse(cls, text: str) -> CrashAt:
+        """Parse a selector written as text (the one grammar of crash selectors, spec PLG-5)::
+
+            call3:after-effect                       # the first call-3 after-effect point of any key
+            call3:after-effect?key=order-1&seq=0     # narrowed to one input
+            handle:before-complete?nth=2             # the second time action ``handle`` is about to complete
+            checkpoint                               # a phase alone
+
+        The head is a :meth:`FaultPoint.label`; the query narrows it by ``key``, ``seq``, ``action`` and
+        ``nth``. Anything else raises :class:`ScheduleSyntaxError` naming the text and what is wrong."""
+        head, _, query = text.strip().partition("?")
+        name, sep, tail = head.rpartition(":")
+        try:
+            phase = Phase(tail if sep else head)
+        except ValueError:
+            phases = ", ".join(p.value for p in Phase)
+            raise ScheduleSyntaxError(f"crash selector {text!r}: unknown phase (one of {phases})") from None
+        call_index = int(name[4:]) if sep and name.startswith("call") and name[4:].isdigit() else None
+        action = name if sep and call_index is None else None
+        try:
+            pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
+        except ValueError as exc:
+            raise ScheduleSyntaxError(
+                f"crash selector {text!r}: the part after '?' must be name=value pairs joined by '&' ({exc})"
+            ) from None
+        fields: dict[str, str] = {}
+        for field_name, value in pairs:
+            if field_name not in ("key", "seq", "action", "nth") or field_name in fields:
+                raise ScheduleSyntaxError(f"crash selector {text!r}: unknown or repeated field {field_name!r}")
+            fields[field_name] = value
+        for field_name in ("seq", "nth"):
+            number = fields.get(field_name)
+            # isascii: str.isdigit admits digits such as '²' that int() refuses; 18 digits keep int() cheap.
+            if number is not None and not (number.isascii() and number.isdigit() and len(number) <= 18):
+                raise ScheduleSyntaxError(f"crash selector {text!r}: {field_name} must be a non-negative integer")
+        nth = int(fields.get("nth", "1"))
+        if nth < 1:
+            raise ScheduleSyntaxError(f"crash selector {text!r}: nth counts from 1")
+        seq = fields.get("seq")
+        return cls(
+            phase, fields.get("key"), None if seq is None else int(seq), fields.get("action", action), call_index, nth
+        )
+
+    def text(self) -> str:
+        """The text form of this selector, which :meth:`parse` reads back; the short label
+        (``call3:after-effect``) with a query only for the fields it does not say."""
+        if self.phase is None:
+            raise ScheduleSyntaxError(f"{self!r}: a selector in a schedule needs a phase")
+        if self.call_index is not None:
+            head = f"call{self.call_index}:{self.phase.value}"
+        elif self.action is not None and self.key is None and self.seq is None:
+            head = f"{self.action}:{self.phase.value}"
+        else:
+            head = self.phase.value
+        query: list[tuple[str, str]] = []
+        if self.key is not None:
+            query.append(("key", self.key))
+        if self.seq is not None:
+            query.append(("seq", str(self.seq)))
+        if self.action is not None and not head.startswith(f"{self.action}:"):
+            query.append(("action", self.action))
+        if self.nth != 1:
+            query.append(("nth", str(self.nth)))
+        return head + ("?" + urlencode(query, quote_via=quote) if query else "")
+
+
+class ScheduleSyntaxError(ValueError):
+    """A crash selector string that cannot be parsed; the message names the text and what is wrong."""
 
 
 @dataclass

@@ -96,7 +96,7 @@ def test_importing_the_plugin_package_loads_nothing_heavy() -> None:
         "print(pytest_durable.DurableHarness.__module__, 'reference_runtime' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
-    assert out.stdout.split("\n")[:2] == ["[]", "pytest_durable.harness True"]
+    assert out.stdout.split("\n")[:2] == ["[]", "reference_runtime.exploration.harness True"]
 
 
 @pytest.mark.parametrize("root", ["conformance", "pytest_durable"])

@@ -16,11 +16,9 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from ..errors import StoreSchemeError
 from .base import ActionStateStore, Capability
-from .registry import get_scheme
-from .scheme import StoreScheme
-from .urls import parse_store_url, require_client
+from .scheme import StoreScheme, StoreUrl
+from .urls import parse_store_url
 
 #: Every store capability name, in the order reports list them.
 CAPABILITIES: tuple[Capability, ...] = tuple(Capability)
@@ -78,20 +76,18 @@ class StoreFactory:
         return frozenset(found)
 
 
-def store_factory(url: str, tmp: Callable[[], Path] | None = None, *, timeout: float = DEFAULT_TIMEOUT) -> StoreFactory:
-    """A factory of fresh isolated stores of ``url``, any registered scheme. ``tmp`` gives the directory of
-    a file-backed store whose URL names no file (``sqlite:``); without it the factory makes a temporary
-    directory and removes it at :meth:`StoreFactory.cleanup`. A malformed URL raises ``StoreUrlError``; a
-    scheme that cannot make isolated stores raises ``StoreSchemeError``."""
-    parsed = parse_store_url(url)
-    scheme = get_scheme(parsed.scheme)
+def store_factory(
+    url: str | StoreUrl, tmp: Callable[[], Path] | None = None, *, timeout: float = DEFAULT_TIMEOUT
+) -> StoreFactory:
+    """A factory of fresh isolated stores of ``url`` (text, or a URL :func:`parse_store_url` parsed once for a
+    whole session), any registered scheme. ``tmp`` gives the directory of a file-backed store whose URL names
+    no file (``sqlite:``); without it the factory makes a temporary directory and removes it at
+    :meth:`StoreFactory.cleanup`. A malformed URL raises ``StoreUrlError``; a scheme that cannot make isolated
+    stores raises ``StoreSchemeError``."""
+    parsed = parse_store_url(url, needs=("isolated", "client"))
+    scheme = parsed.store_scheme
+    assert scheme is not None and scheme.isolated is not None  # given by parse_store_url, or refused there
     isolated = scheme.isolated
-    if isolated is None:
-        raise StoreSchemeError(
-            f"store URL {url!r}: scheme {scheme.name!r} ({scheme.origin}) cannot make isolated stores: its "
-            "StoreScheme has no isolated=, which the pytest plugin and durable certify need"
-        )
-    require_client(parsed)
     handles: list[str] = []
     owned: list[Path] = []
 

@@ -28,9 +28,8 @@ from .kafka_topics import delete_topics, ensure_topic, probe
 from .kafka_url import TOPIC, parse_kafka_url
 from .keyindex import KeyIndex
 from .native import decode_call_result, decode_state, encode_call_result, encode_state
+from .scheme import InspectedState
 
-#: ``(state key, business key, seq, action, decode)``; see :meth:`KafkaStore.inspect_states`.
-InspectedState = tuple[str, "str | None", "int | None", "str | None", Callable[[], tuple[ActionState, str]]]
 _LOG = logging.getLogger(__name__)
 
 

@@ -53,7 +53,7 @@ from ..records import ActionState, CallResult, StateRef
 from ..serde.actionstate import JavaActionState
 from ..serde.legacy_event import LegacyFormatError
 from .base import RecoveryMarker
-from .kafka import InspectedState, KafkaStore
+from .kafka import KafkaStore
 from .kafka_flink_format import (
     FLINK_AGENTS,
     V020,
@@ -76,6 +76,7 @@ from .kafka_flink_format import (
 from .kafka_replay import location
 from .kafka_url import parse_kafka_url
 from .keyindex import KeyIndex
+from .scheme import InspectedState
 
 
 @dataclass

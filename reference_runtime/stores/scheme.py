@@ -33,7 +33,11 @@ Scratch = Callable[[], Path]
 @dataclass(frozen=True)
 class StoreUrl:
     """A parsed store URL. ``path`` is the SQLite file (empty: a temporary one) or the Kafka topic;
-    ``options`` holds the query options a scheme keeps for itself (a third-party scheme's settings)."""
+    ``options`` holds the query options a scheme keeps for itself (a third-party scheme's settings).
+
+    :func:`~reference_runtime.stores.parse_store_url` fills in ``store_scheme``, the registered
+    :class:`StoreScheme` the URL names, and with it what the URL can do (open, isolated stores, inspect);
+    a scheme's own parser leaves it None."""
 
     text: str
     scheme: str
@@ -45,6 +49,7 @@ class StoreUrl:
     timeout: float | None = None
     format: str | None = None
     options: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), compare=False)
+    store_scheme: StoreScheme | None = field(default=None, compare=False, repr=False)
 
     @property
     def bootstrap(self) -> str:

@@ -314,7 +314,7 @@ def check_sqlite_url(parsed: StoreUrl) -> None:
         return
     path = Path(parsed.path)
     if path.is_dir():
-        raise StoreError(f"store URL {parsed.text!r}: {path} is a directory; sqlite:PATH names one database file")
+        raise _a_directory(parsed.text, path)
     if path.exists():
         try:
             with path.open("rb") as file:
@@ -334,6 +334,10 @@ def check_sqlite_url(parsed: StoreUrl) -> None:
         )
 
 
+def _a_directory(url: str, path: Path) -> StoreError:
+    return StoreError(f"store URL {url!r}: {path} is a directory; sqlite:PATH names one database file")
+
+
 def require_path(parsed: StoreUrl) -> str:
     """The file of ``sqlite:PATH``; ``sqlite:`` alone names none."""
     if not parsed.path:
@@ -345,6 +349,8 @@ def read_states(path: str) -> Iterator[InspectedState]:
     """Every state in the SQLite file ``path`` (the default, un-prefixed tables), read through a read-only
     connection: nothing is created or written."""
     file = Path(path)
+    if file.is_dir():
+        raise _a_directory(f"sqlite:{path}", file)
     if not file.is_file():
         raise StoreError(f"sqlite:{path}: no such file")
     try:

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from conformance import CAPABILITIES, SUITE_VERSION, certify
-from conformance.plugin import LEVELS, REPORT_SCHEMA, levels
+from conformance import CAPABILITIES, SUITE_VERSION
+from conformance.report import LEVELS, REPORT_SCHEMA, levels
+from pytest_durable.cli import main as durable
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,7 +26,10 @@ def test_report_states_backend_capabilities_suite_version_seed_and_levels(
     capabilities, the suite version and seed, and gives a level per capability; the terminal summary and
     the Markdown twin say the same."""
     report = tmp_path / "r.json"
-    assert certify.main(["--store", f"sqlite:{tmp_path / 'stores.db'}", "--report", str(report), "--seed", "11"]) == 0
+    assert (
+        durable(["certify", "--store", f"sqlite:{tmp_path / 'stores.db'}", "--report", str(report), "--seed", "11"])
+        == 0
+    )
     doc = json.loads(report.read_text())
     assert doc["schema"] == REPORT_SCHEMA
     assert doc["backend"] == "sqlite:"
@@ -50,7 +54,7 @@ def test_backend_may_name_a_runner_factory(tmp_path: Path) -> None:
     """CONF-3, CONF-4: `--backend MODULE:NAME` returning a RunnerFactory certifies a runner; its report
     has the runner capabilities."""
     report = tmp_path / "r.json"
-    assert certify.main(["--backend", "conformance:RunnerFactory.reference", "--report", str(report)]) == 0
+    assert durable(["certify", "--backend", "conformance:RunnerFactory.reference", "--report", str(report)]) == 0
     doc = json.loads(report.read_text())
     assert doc["backend"] == "reference-runner" and doc["level"] == "FULL"
     assert set(doc["capabilities"]) == {"runner", "runner_async", "runner_batch"}
@@ -64,7 +68,7 @@ def _certify(tmp_path: Path, name: str, *extra: str, backend: bool = True) -> di
     )
     which = ["--backend", "memfactory:make"] if backend else ["--store", "memory:"]
     done = subprocess.run(
-        [sys.executable, "-m", "conformance.certify", *which, "--seed", "3", "--report", str(report), *extra],
+        [sys.executable, "-m", "pytest_durable.cli", "certify", *which, "--seed", "3", "--report", str(report), *extra],
         cwd=tmp_path,
         check=True,
         capture_output=True,
@@ -103,7 +107,17 @@ def _certify_slots_as_text(tmp_path: Path, *extra: str) -> subprocess.CompletedP
         "    return StoreFactory(SlotsSortedAsText, name='slots-as-text')\n"
     )
     return subprocess.run(
-        [sys.executable, "-m", "conformance.certify", "--backend", "mybackend:factory", "--seed", "1", *extra],
+        [
+            sys.executable,
+            "-m",
+            "pytest_durable.cli",
+            "certify",
+            "--backend",
+            "mybackend:factory",
+            "--seed",
+            "1",
+            *extra,
+        ],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -128,7 +142,7 @@ def test_certify_leaves_nothing_in_the_current_directory(tmp_path: Path) -> None
     (constants cache, example database) under the run's temporary directory, not `.hypothesis/` here."""
     for extra in ([], ["-n", "2", "--backend", "conformance:RunnerFactory.reference"]):
         run = subprocess.run(
-            [sys.executable, "-m", "conformance.certify", "--seed", "2", *extra],
+            [sys.executable, "-m", "pytest_durable.cli", "certify", "--seed", "2", *extra],
             cwd=tmp_path,
             capture_output=True,
             text=True,
@@ -174,3 +188,47 @@ def test_undeclared_skipped_capabilities_do_not_lower_the_overall_level() -> Non
         ]
     )
     assert overall == "PARTIAL"
+
+
+def test_workers_without_xdist_are_refused_in_one_line_naming_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CLI-3, CONF-9: `durable certify -n 2` where pytest-xdist is not installed says what to install, in one
+    line, before any check runs (a plain install has no xdist)."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "xdist" else real(name, *a))
+    code = durable(["certify", "--backend", "conformance:RunnerFactory.reference", "-n", "2"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.splitlines() == [
+        "error: -n 2: pytest-xdist is not installed: pip install 'pytest-durable[xdist]' (or run without workers)"
+    ]
+
+
+def test_certify_is_a_function_returning_a_typed_report() -> None:
+    """CONF-3, CONF-9: `conformance.certify(backend)` runs the fixed suite against a factory handed in (no source
+    written) and returns the report: levels per capability, per-clause results, counts, seed; rendered as
+    JSON, Markdown and JUnit XML."""
+    import xml.etree.ElementTree as ET
+
+    from conformance import Report, RunnerFactory, certify
+
+    made: list[RunnerFactory] = []
+
+    def backend() -> RunnerFactory:
+        made.append(RunnerFactory.reference())
+        return made[-1]
+
+    report = certify(backend, seed=7)
+    assert isinstance(report, Report) and len(made) == 1, "the backend is called once"
+    assert (report.backend, report.level, report.seed, report.exit_code) == ("reference-runner", "FULL", 7, 0)
+    assert set(report.capabilities) == {"runner", "runner_async", "runner_batch"}
+    assert report.checks_run == report.checks_total == len(report.checks) > 20
+    clauses = report.clauses()
+    assert clauses["REC-3"] == "passed" and set(clauses.values()) == {"passed"}
+    assert report.to_json()["level"] == "FULL" and "| runner | FULL |" in report.markdown()
+    junit = ET.fromstring(report.junit())
+    assert junit.get("tests") == str(len(report.checks)) and junit.get("failures") == "0"
+    assert {p.get("value") for p in junit.iter("property") if p.get("name") == "clause"} == set(clauses)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance import certify
+from pytest_durable.cli import main as durable
 
 pytest_plugins = ["pytester"]
 
@@ -55,7 +55,7 @@ def test_certify_refuses_a_bad_path_in_one_line_before_running(
 ) -> None:
     """KIT-6: exit 2 and one stderr line naming the option, the path and the fix; the backend was not
     even loaded and no check ran."""
-    code = certify.main(["--backend", "tracefactory:make", option, value, "-q"])
+    code = durable(["certify", "--backend", "tracefactory:make", option, value, "-q"])
     out, err = capsys.readouterr()
     assert code == 2, out + err
     assert len(err.splitlines()) == 1 and err.startswith(f"error: {message.format(tmp=workdir)}"), err
@@ -66,7 +66,7 @@ def test_certify_refuses_a_bad_path_in_one_line_before_running(
 def test_certify_names_the_bad_line_of_a_known_failures_file(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """KIT-6, CONF-5: a malformed known-failures file is one line with the option and the file's line."""
     (workdir / "kf.txt").write_text("TestA::test_x# glued\n")
-    assert certify.main(["--known-failures", "kf.txt"]) == 2
+    assert durable(["certify", "--known-failures", "kf.txt"]) == 2
     err = capsys.readouterr().err
     assert err.splitlines() == [
         f"error: --known-failures kf.txt: {workdir / 'kf.txt'}:1: put at least one space before the '#' that "

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from conformance.plugin import INCOMPLETE, LEVELS, NOT_RUN, levels
+from conformance.report import INCOMPLETE, LEVELS, NOT_RUN, levels
 
 from .kit_run import run_kit
 

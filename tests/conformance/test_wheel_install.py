@@ -153,3 +153,17 @@ def test_a_backend_author_certifies_a_store_against_the_installed_wheel(tmp_path
     assert doc["capabilities"]["restart"]["level"] == "NONE"
     # FULL for what it declares: the undeclared capabilities are listed (NONE) but do not count.
     assert doc["level"] == "FULL"
+    # `durable certify` runs the kit's fixed suite, shipped in the wheel with its own pytest.ini: the project's
+    # configuration (its pytest.ini here) does not apply and node ids name the check.
+    certified = project / "certified.json"
+    run = subprocess.run(
+        [str(venv / "bin" / "durable"), "certify", "--store", "memory:", "--seed", "1", "--report", str(certified)],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    doc = json.loads(certified.read_text())
+    assert (doc["backend"], doc["level"]) == ("memory:", "FULL")
+    assert all(c["nodeid"].startswith("test_certify.py::TestCertify::") for c in doc["checks"])

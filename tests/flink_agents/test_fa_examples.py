@@ -26,9 +26,10 @@ from typing import Any
 
 import pytest
 
-from pytest_durable.scenario import Scenario, selector_for
-from pytest_durable.sweep import call_key, check, learn, points_to_crash, run_scenario, sweep
 from reference_runtime import FaultInjector, FaultPoint, Phase, Runner
+from reference_runtime.exploration.scenario import Scenario, selector_for
+from reference_runtime.exploration.sweep import learn, points_to_crash, run_scenario, sweep
+from reference_runtime.exploration.verdict import check
 from reference_runtime.stores.memory import InMemoryStore
 
 from .shipped_examples import EXAMPLES, NOTIFIED, SERVICE_OF_ACTION, Example, counting
@@ -74,7 +75,7 @@ def test_the_example_agent_is_swept_at_every_point(example: Example, monkeypatch
         baseline, trace = learn(agent, example.inputs, InMemoryStore, resources=example.fakes())
     assert baseline.outputs == example.outputs
     points = points_to_crash(trace)
-    shared = {call_key(c) for c, n in Counter(e.call_id for e in baseline.journal).items() if n > 1}
+    shared = {str(c) for c, n in Counter(e.call_id for e in baseline.journal).items() if n > 1}
     expected = Counter(example.calls)
 
     def judge(violations: list[str], where: str) -> None:

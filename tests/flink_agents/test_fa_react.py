@@ -9,10 +9,10 @@ import pytest
 from flink_agents.api.chat_message import ChatMessage, MessageRole
 from flink_agents.api.chat_models.chat_model import BaseChatModelSetup
 
-from pytest_durable.scenario import Scenario, selector_for
 from pytest_durable.sweep import learn, points_to_crash, run_scenario
 from reference_runtime import Runner
 from reference_runtime.errors import UnsupportedFeatureError
+from reference_runtime.exploration.scenario import Scenario, selector_for
 from reference_runtime.stores.memory import InMemoryStore
 
 from . import react_flink

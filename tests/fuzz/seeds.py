@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
-from pytest_durable.scenario import format_crash
 from reference_runtime import Agent, Event, InputEvent, OutputEvent, Runner, RunnerContext, action
 from reference_runtime.codecs import CloudpickleCodec, JavaStyleCodec, RecordBinding
 from reference_runtime.faults import CrashAt, Phase
@@ -153,7 +152,7 @@ def kafka_keys() -> list[str]:
 def selectors() -> list[str]:
     out = []
     for phase in Phase:
-        out.append(format_crash(CrashAt(phase)))
-        out.append(format_crash(CrashAt(phase, key="order-1", seq=3, call_index=2, nth=2)))
-        out.append(format_crash(CrashAt(phase, action="handle")))
+        out.append(CrashAt(phase).text())
+        out.append(CrashAt(phase, key="order-1", seq=3, call_index=2, nth=2).text())
+        out.append(CrashAt(phase, action="handle").text())
     return out

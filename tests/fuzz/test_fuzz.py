@@ -13,11 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_durable.scenario import ScheduleSyntaxError, parse_crash
 from reference_runtime import Agent, Event, InputEvent, OutputEvent, Runner, RunnerContext, action
 from reference_runtime.codecs import CloudpickleCodec, JavaStyleCodec
 from reference_runtime.durable import ActionExecution
 from reference_runtime.errors import CorruptRecordError, InvalidValueError, Location, PayloadDecodeError
+from reference_runtime.faults import CrashAt, ScheduleSyntaxError
 from reference_runtime.records import ActionRef, ActionState, CallResult, StateRef
 from reference_runtime.serde import jackson, kryo
 from reference_runtime.serde.actionstate import read_action_state
@@ -129,7 +129,7 @@ def _targets() -> dict[str, tuple[Target, st.SearchStrategy[Any]]]:
             mutated(seeds.java_payloads()) | spliced(seeds.java_payloads()),
         ),
         "crash_selector": (
-            Target(parse_crash, (ScheduleSyntaxError,)),
+            Target(CrashAt.parse, (ScheduleSyntaxError,)),
             mutated([s.encode() for s in seeds.selectors()]).map(lambda b: b.decode("utf-8", "replace"))
             | st.text(max_size=40),
         ),

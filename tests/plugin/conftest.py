@@ -38,7 +38,7 @@ def _reachable_source(metafunc: pytest.Metafunc) -> str:
 def sweep_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     if request.param == "re-execute":
         from pytest_durable import sweep
-        from pytest_durable.harness import DurableHarness
+        from reference_runtime.exploration.harness import DurableHarness
 
         monkeypatch.setitem(sweep.sweep.__kwdefaults__, "re_execute", True)
         monkeypatch.setitem(DurableHarness.__init__.__kwdefaults__, "re_execute", True)

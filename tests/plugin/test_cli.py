@@ -117,15 +117,25 @@ def test_unreachable_server_is_one_line(capsys: pytest.CaptureFixture[str]) -> N
             ["sweep", "tests.plugin.verdict_agents:NonIdempotent", "--inputs", "{inputs}", "--effect", "json:nothing"],
             "json has no attribute 'nothing'",
         ),
+        (["inspect"], "durable inspect: the following arguments are required: URL (see durable inspect --help)"),
+        (["inspect", "sqlite:x.db", "--bogus"], "durable inspect: unrecognized arguments: --bogus"),
+        (["inspect", "sqlite:x.db", "--timeout", "soon"], "argument --timeout: invalid float value: 'soon'"),
+        (["inspect", "sqlite:{dir}"], "is a directory; sqlite:PATH names one database file"),
+        (
+            ["sweep", "tests.plugin.verdict_agents:NonIdempotent", "--inputs", "{inputs}", "--store", "sqlite:{dir}"],
+            "is a directory",
+        ),
     ],
 )
 def test_bad_command_line_is_one_line(
     argv: list[str], expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """CLI-3: each bad input names itself and the fix on one line, status 2."""
+    """CLI-3, CLI-4, CLI-6: each bad input names itself and the fix on one line, status 2, for every command
+    (usage errors of `durable inspect` too); a directory where a SQLite file belongs says so."""
     inputs = tmp_path / "in.jsonl"
     inputs.write_text('{"key": "k", "input": 1}\n')
-    line = _one_line_error(*_run(capsys, *[a.replace("{inputs}", str(inputs)) for a in argv]))
+    argv = [a.replace("{inputs}", str(inputs)).replace("{dir}", str(tmp_path)) for a in argv]
+    line = _one_line_error(*_run(capsys, *argv))
     assert expected in line
 
 
@@ -187,9 +197,9 @@ def test_certify_leaves_no_temporary_directory(
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
-    from conformance import certify
+    from pytest_durable.cli import main as durable
 
-    assert certify.main([*store, "--seed", "3"]) == 0
+    assert durable(["certify", *store, "--seed", "3"]) == 0
     assert list(scratch.iterdir()) == []
 
 
@@ -198,10 +208,10 @@ def test_certify_sqlite_file_is_one_file_and_emptied(tmp_path: Path) -> None:
     drops their tables at the end."""
     import sqlite3
 
-    from conformance import certify
+    from pytest_durable.cli import main as durable
 
     db = tmp_path / "certify.db"
-    assert certify.main(["--store", f"sqlite:{db}", "--seed", "4"]) == 0
+    assert durable(["certify", "--store", f"sqlite:{db}", "--seed", "4"]) == 0
     assert {p.name for p in tmp_path.iterdir()} <= {"certify.db", "certify.db-wal", "certify.db-shm"}
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall() == []
@@ -219,10 +229,10 @@ def _keys(url: str) -> set[bytes]:
 
 def test_certify_deletes_its_redis_keys(real_redis: str) -> None:
     """STORE-11: every key a certification wrote to Redis is deleted when it ends."""
-    from conformance import certify
+    from pytest_durable.cli import main as durable
 
     before = _keys(real_redis)
-    assert certify.main(["--store", real_redis, "--seed", "5"]) == 0
+    assert durable(["certify", "--store", real_redis, "--seed", "5"]) == 0
     assert _keys(real_redis) == before
 
 

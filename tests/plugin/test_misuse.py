@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from pytest_durable.harness import DurableHarness, DurableInvariantError
 from pytest_durable.sweep import MarkerError, sweep_marker
 from reference_runtime import Agent, Event, InputEvent, OutputEvent, RunnerContext, action
+from reference_runtime.exploration.harness import DurableHarness, DurableInvariantError
 from reference_runtime.stores.memory import InMemoryStore
 
 from . import verdict_agents

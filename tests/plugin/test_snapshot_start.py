@@ -21,12 +21,12 @@ from typing import Any
 import pytest
 
 from pytest_durable.cli import main as durable_cli
-from pytest_durable.harness import DurableHarness
-from pytest_durable.ledger import Ledger
-from pytest_durable.snapshot_start import WriteLog
 from pytest_durable.sweep import PointOutcome, Verdict, start_summary, sweep
 from reference_runtime import Agent
 from reference_runtime.clock import VirtualClock
+from reference_runtime.exploration.harness import DurableHarness
+from reference_runtime.exploration.ledger import Ledger
+from reference_runtime.exploration.snapshot_start import WriteLog
 from reference_runtime.stores import get_scheme, register_scheme, store_factory, unregister_scheme
 from reference_runtime.stores.memory import InMemoryStore
 
@@ -159,7 +159,7 @@ def _setup(case: Case) -> Iterator[tuple[Ledger | None, dict[str, Any]]]:
         if case.frozen:
             from freezegun import freeze_time
 
-            from pytest_durable.clock import FrozenClock
+            from reference_runtime.exploration.clock import FrozenClock
 
             options["clock"] = FrozenClock(stack.enter_context(freeze_time("2026-01-01T00:00:00+00:00")))
         yield ledger, options
@@ -434,7 +434,7 @@ def test_sweep(durable):
 def test_remote_stores_and_custom_factories_re_execute_with_the_reason() -> None:
     """PLG-17: only the built-in memory: and sqlite: stores are rebuilt at a point; a Redis or Kafka store
     URL, or a factory of one's own, re-executes and the reason names it."""
-    from pytest_durable.snapshot_start import record, why_not
+    from reference_runtime.exploration.snapshot_start import record, why_not
 
     ref = record(runtime_agents.ThreeCalls, [("a", 1)], InMemoryStore, None, {})
     assert why_not(ref, InMemoryStore, None) is None

@@ -129,8 +129,6 @@ def test_plain():
 from collections.abc import Callable, Iterator  # noqa: E402
 from typing import Any  # noqa: E402
 
-from pytest_durable.harness import DurableHarness, DurableInvariantError  # noqa: E402
-from pytest_durable.journal import JournalMismatch  # noqa: E402
 from reference_runtime import (  # noqa: E402
     Agent,
     Event,
@@ -140,6 +138,8 @@ from reference_runtime import (  # noqa: E402
     RunnerContext,
     action,
 )
+from reference_runtime.exploration.harness import DurableHarness, DurableInvariantError  # noqa: E402
+from reference_runtime.exploration.journal import JournalMismatch  # noqa: E402
 from reference_runtime.stores.memory import InMemoryStore  # noqa: E402
 
 
@@ -170,7 +170,7 @@ def harness(**kw: Any) -> DurableHarness:
 def frozen() -> Iterator[DurableHarness]:
     from freezegun import freeze_time
 
-    from pytest_durable.clock import FrozenClock
+    from reference_runtime.exploration.clock import FrozenClock
 
     with freeze_time("2026-01-01") as f:
         h = harness()
@@ -227,12 +227,12 @@ def test_time_leaks_are_caught_on_a_coarse_real_clock(coarse_clock: None, check:
 
 # -- explore(): schedules that fire, small budgets (PLG-15) -----------------------------------------------------
 
-from pytest_durable import harness as harness_module  # noqa: E402
-from pytest_durable.ledger import Ledger  # noqa: E402
-from pytest_durable.scenario import Scenario  # noqa: E402
 from pytest_durable.strategies import fireable, reachable_scenarios  # noqa: E402
 from pytest_durable.sweep import learn  # noqa: E402
 from reference_runtime import Phase  # noqa: E402
+from reference_runtime.exploration import harness as harness_module  # noqa: E402
+from reference_runtime.exploration.ledger import Ledger  # noqa: E402
+from reference_runtime.exploration.scenario import Scenario  # noqa: E402
 
 BOOKS = Ledger()
 

@@ -11,10 +11,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_durable import journal as journals
-from pytest_durable.harness import DurableHarness, DurableInvariantError
-from pytest_durable.ledger import Ledger, LedgerError
-from pytest_durable.scenario import Scenario, ScheduleSyntaxError, format_crash, parse_crash, scenario_from_marker
 from pytest_durable.strategies import crash_schedules, scenarios
 from pytest_durable.sweep import learn, points_to_crash
 from reference_runtime import (
@@ -30,6 +26,10 @@ from reference_runtime import (
     current_call,
 )
 from reference_runtime.clock import RESTART_SECONDS
+from reference_runtime.exploration import journal as journals
+from reference_runtime.exploration.harness import DurableHarness, DurableInvariantError
+from reference_runtime.exploration.ledger import Ledger, LedgerError
+from reference_runtime.exploration.scenario import Scenario, ScheduleSyntaxError, scenario_from_marker
 from reference_runtime.retry import Backoff, RetryPolicy
 from reference_runtime.stores.factory import store_factory
 from reference_runtime.stores.memory import InMemoryStore
@@ -238,7 +238,7 @@ def test_crash_during_recovery_is_reached() -> None:
 )
 def test_selector_text_round_trips(selector: CrashAt) -> None:
     """PLG-5: every selector prints to text that parses back to the same selector."""
-    assert parse_crash(format_crash(selector)) == selector
+    assert CrashAt.parse(selector.text()) == selector
 
 
 @pytest.mark.parametrize(
@@ -253,7 +253,7 @@ def test_selector_text_round_trips(selector: CrashAt) -> None:
 )
 def test_bad_selectors_are_refused_with_the_text(text: str) -> None:
     with pytest.raises(ScheduleSyntaxError, match="crash selector"):
-        parse_crash(text)
+        CrashAt.parse(text)
 
 
 def test_bad_markers_are_refused() -> None:
@@ -345,7 +345,7 @@ def test_frozen_time_still_shows_time_leaks_and_backoff_is_virtual() -> None:
     is still caught; retry backoff advances virtual time instead of sleeping."""
     from freezegun import freeze_time
 
-    from pytest_durable.clock import FrozenClock
+    from reference_runtime.exploration.clock import FrozenClock
 
     with freeze_time("2026-01-01") as frozen:
         clock = FrozenClock(frozen)
@@ -409,7 +409,7 @@ def test_batch_timeouts_run_on_the_frozen_clock() -> None:
     times out a 5 s batch at once, and the call after it never starts."""
     from freezegun import freeze_time
 
-    from pytest_durable.clock import FrozenClock
+    from reference_runtime.exploration.clock import FrozenClock
 
     with freeze_time("2026-01-01") as frozen:
         clock = FrozenClock(frozen)
@@ -472,7 +472,7 @@ def test_fresh_processes_expose_set_ordering_in_arguments() -> None:
 
 
 def test_fresh_process_needs_an_importable_agent() -> None:
-    from pytest_durable.fresh_process import FreshProcessError
+    from reference_runtime.exploration.fresh_process import FreshProcessError
 
     class Local(Agent):
         pass

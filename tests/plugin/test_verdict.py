@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from pytest_durable.cli import main as durable
-from pytest_durable.harness import DurableHarness, DurableInvariantError
-from pytest_durable.ledger import Ledger
 from pytest_durable.sweep import Verdict, sweep
+from reference_runtime.exploration.harness import DurableHarness, DurableInvariantError
+from reference_runtime.exploration.ledger import Ledger
 from reference_runtime.stores.memory import InMemoryStore
 
 from . import verdict_agents

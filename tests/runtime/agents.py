@@ -6,7 +6,7 @@ serves the kit's checks and these tests. Real side effects are counted in the ki
 
 from __future__ import annotations
 
-from collections import Counter
+from typing import Any
 
 from conformance.agents import LEDGER, reset, step
 from conformance.agents import AsyncSteps as AsyncCalls
@@ -15,8 +15,6 @@ from conformance.agents import Steps as ThreeCalls
 from reference_runtime import Agent, Event, InputEvent, OutputEvent, RunnerContext, action
 
 __all__ = [
-    "EFFECTS",
-    "RECONCILED",
     "AsyncCalls",
     "Chained",
     "Failing",
@@ -27,10 +25,16 @@ __all__ = [
     "step",
 ]
 
-#: Every real side effect, keyed by idempotency call id; :func:`reset` clears it (in place).
-EFFECTS: Counter[str] = LEDGER.effects
-#: Idempotency call ids of the calls whose reconciler ran (``WithReconciler``); :func:`reset` clears it.
-RECONCILED: list[str] = LEDGER.reconciled
+
+def __getattr__(name: str) -> Any:
+    """``EFFECTS``: every real side effect of the run in progress, keyed by idempotency call id;
+    ``RECONCILED``: the idempotency call ids of the calls whose reconciler ran (``WithReconciler``). Both are
+    read from the kit's ledger each time, which :func:`reset` starts afresh."""
+    if name == "EFFECTS":
+        return LEDGER.effects
+    if name == "RECONCILED":
+        return LEDGER.reconciled
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def fail_once(i: int) -> int:

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PROBE = """
 import sys
 import conformance, conformance.runner_suite, conformance.store_suite
-import pytest_durable.plugin, pytest_durable.harness, pytest_durable.cli
+import pytest_durable.plugin, reference_runtime.exploration.harness, pytest_durable.cli
 import reference_runtime, reference_runtime.flink_agents_compat
 from reference_runtime import Runner
 from reference_runtime.stores.memory import InMemoryStore

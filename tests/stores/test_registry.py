@@ -3,15 +3,16 @@ point, behind every entry point; the capability enum; the one store factory."""
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from pytest_durable.inspect import inspect_store
 from pytest_durable.plugin import _checked_store
 from reference_runtime.errors import DurableError, StoreError, StoreSchemeError, StoreUrlError
+from reference_runtime.inspection import inspect_store
 from reference_runtime.stores import (
     CAPABILITIES,
     ENTRY_POINT_GROUP,
@@ -72,7 +73,7 @@ def test_a_registered_scheme_goes_through_every_entry_point(scheme: StoreScheme)
     assert check_store("counted:").scheme == "counted"
     assert isinstance(open_store("counted:"), Counted)
     assert isinstance(open_store("counted:", isolated=True), Counted)
-    assert _checked_store("counted:", probe=True) == "counted:"
+    assert _checked_store("counted:", probe=True).text == "counted:"
     factory = store_factory("counted:")
     first, second = factory(), factory.new()
     assert isinstance(first, Counted) and isinstance(second, Counted) and first is not second
@@ -119,20 +120,45 @@ def test_unknown_schemes_list_every_known_one(scheme: StoreScheme) -> None:
 
 
 def test_a_scheme_without_isolated_stores_is_refused_by_the_test_entry_points() -> None:
-    """STORE-20: the factory and the plugin need a fresh store per test; open_store still opens it."""
+    """STORE-20, STORE-21: the factory and the plugin need a fresh store per test; open_store still opens it.
+    Each refusal is one message, the same from every entry point."""
     register_scheme(StoreScheme("plain", "plain:", open=lambda p, t: InMemoryStore()))
     try:
         assert isinstance(open_store("plain:"), InMemoryStore)
-        with pytest.raises(StoreSchemeError, match="no isolated="):
-            store_factory("plain:")
-        with pytest.raises(StoreSchemeError, match="cannot make isolated stores"):
-            open_store("plain:", isolated=True)
-        with pytest.raises(pytest.UsageError, match=r"--durable-store .*no isolated="):
+        refusals = []
+        for enter in (lambda: store_factory("plain:"), lambda: open_store("plain:", isolated=True)):
+            with pytest.raises(
+                StoreSchemeError, match="cannot make isolated stores: its StoreScheme has no isolated="
+            ) as info:
+                enter()
+            refusals.append(str(info.value))
+        with pytest.raises(pytest.UsageError) as usage:
             _checked_store("plain:", probe=False)
+        refusals.append(str(usage.value).removeprefix("--durable-store (ini durable_store): "))
+        assert len(set(refusals)) == 1, refusals
         with pytest.raises(DurableError, match="has no reader"):
             inspect_store("plain:")
     finally:
         unregister_scheme("plain")
+
+
+def test_a_parsed_url_carries_its_scheme_and_is_not_parsed_again(scheme: StoreScheme) -> None:
+    """STORE-21: the parsed URL carries its scheme record; a factory given it (as the plugin does, once per
+    session) does not parse it again, however many stores it makes."""
+    calls: list[str] = []
+
+    def parse(text: str) -> StoreUrl:
+        calls.append(text)
+        return StoreUrl(text, "counted")
+
+    register_scheme(dataclasses.replace(scheme, parse=parse), replace=True)
+    parsed = parse_store_url("counted:x")
+    assert parsed.store_scheme is not None and parsed.store_scheme.name == "counted" and calls == ["counted:x"]
+    factory = store_factory(parsed)
+    factory(), factory()
+    assert open_store(parsed) is not None and check_store(parsed) is parsed
+    assert calls == ["counted:x"]
+    factory.cleanup()
 
 
 def test_a_parser_that_returns_another_scheme_is_refused() -> None:
@@ -227,13 +253,18 @@ def test_the_built_in_schemes_declare_what_certify_used_to_assume() -> None:
 
 
 def test_certify_keeps_workers_for_every_store_but_a_built_in_one_in_process(
-    scheme: StoreScheme, capsys: pytest.CaptureFixture[str]
+    scheme: StoreScheme, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """STORE-19, CONF-7: `durable certify -n` asks the registry whether the store runs in this process."""
-    from conformance.certify import _workers
+    """STORE-19, CONF-7: `durable certify -n` asks the parsed URL's scheme whether the store runs in this process."""
+    from conformance import RunnerFactory
+    from conformance.certification import Backend, _workers
 
-    assert _workers("2", None, "sqlite:x.db") is None and "-n 2 ignored" in capsys.readouterr().out
-    assert _workers("2", None, "memory:") is None
-    assert _workers("2", None, "redis://h/0") == "2"
-    assert _workers("2", None, "counted:") == "2"  # a third-party scheme may be remote without a server flag
-    assert _workers("2", "mod:factory", None) == "2"
+    def backend(url: str) -> Backend:
+        return Backend._of_url(parse_store_url(url), tmp_path)
+
+    assert _workers("2", backend(f"sqlite:{tmp_path / 'x.db'}")) is None and "-n 2 ignored" in capsys.readouterr().out
+    assert _workers("2", backend("memory:")) is None
+    assert _workers("2", backend("redis://h/0")) == "2"
+    assert _workers("2", backend("counted:")) == "2"  # a third-party scheme may be remote without a server flag
+    runner = Backend("runner", RunnerFactory.reference(), "call:conformance:RunnerFactory.reference")
+    assert _workers("2", runner) == "2"

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from conformance import factory_from_url
 from pytest_durable.plugin import _checked_store
 from reference_runtime.errors import StoreUrlError
+from reference_runtime.stores import StoreUrl, open_store, parse_store_url
 from reference_runtime.stores.factory import store_factory
-from reference_runtime.stores.urls import MAX_REDIS_DB, StoreUrl, open_store, parse_store_url
+from reference_runtime.stores.redis_url import MAX_REDIS_DB
 
 PREFIXES = ["", "memory:", "sqlite:", "sqlite://", "redis://", "kafka://", "redis:", "REDIS://", "postgres://"]
 PIECES = [

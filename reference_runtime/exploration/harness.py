@@ -15,18 +15,9 @@ from reference_runtime.stores.forwarding import ForwardingStore
 
 from . import journal as journals
 from .ledger import Ledger
-from .scenario import Scenario, parse_crash
-from .sweep import (
-    NewStore,
-    PointOutcome,
-    Verdict,
-    check,
-    check_runner_options,
-    learn,
-    points_to_crash,
-    run_scenario,
-    sweep,
-)
+from .scenario import Scenario
+from .sweep import NewStore, check_runner_options, learn, points_to_crash, run_scenario, sweep
+from .verdict import PointOutcome, Verdict, check
 
 if TYPE_CHECKING:
     from .clock import FrozenClock
@@ -86,7 +77,7 @@ class RecordingStore(ForwardingStore):
 
 def _selectors(at: str | CrashAt | Iterable[str | CrashAt]) -> list[CrashAt]:
     items = [at] if isinstance(at, str | CrashAt) else list(at)
-    return [parse_crash(a) if isinstance(a, str) else a for a in items]
+    return [CrashAt.parse(a) if isinstance(a, str) else a for a in items]
 
 
 class DurableHarness:
@@ -507,10 +498,8 @@ def _with_records(result: RunResult, store: RecordingStore) -> DurableRun:
 
 
 def _selector_text(c: CrashAt) -> str:
-    from .scenario import format_crash
-
     try:
-        return format_crash(c)
+        return c.text()
     except ValueError:
         return repr(c)
 

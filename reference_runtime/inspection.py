@@ -1,6 +1,5 @@
-"""``durable inspect URL``: print what a store holds, never writing to it (spec INS-1..INS-8).
-
-    durable inspect URL [--key KEY] [--json] [--namespace NS] [--timeout SECONDS]
+"""What a store holds, decoded and never written to (spec INS-1..INS-8): the reading half of ``durable
+inspect`` (the command renders what this returns: ``pytest_durable.cli.inspect``).
 
 For each state (business key, sequence number, action): completed or not, the triggering event, every call
 record (index, function id, args digest, status, the decoded result or an exception summary), memory updates
@@ -16,11 +15,8 @@ a group-less consumer, creates nothing), and any registered scheme whose ``Store
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from reference_runtime.codecs import CloudpickleCodec, JavaStyleCodec
@@ -31,7 +27,8 @@ from reference_runtime.records import ActionState, CallResult
 if TYPE_CHECKING:
     from reference_runtime.stores.scheme import StoreScheme
 
-_PREVIEW = 200
+#: The longest result preview ``durable inspect`` shows, in characters.
+PREVIEW = 200
 
 
 @dataclass
@@ -81,7 +78,7 @@ class InspectError(DurableError):
 
 def _preview(value: Any) -> str:
     text = repr(value)
-    return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
+    return text if len(text) <= PREVIEW else text[: PREVIEW - 1] + "…"
 
 
 def _decode_payload(data: bytes, exception: bool) -> Any:
@@ -181,18 +178,12 @@ def inspect_store(
 ) -> list[StateView]:
     """Every state ``url`` holds (only business key ``key``'s when given), sorted by key, seq and action.
     The store is read by its scheme's ``inspect`` (spec STORE-19): built-in or registered, the same way."""
-    from reference_runtime.stores import get_scheme, parse_store_url
+    from reference_runtime.stores import parse_store_url
     from reference_runtime.stores.registry import BUILT_IN
-    from reference_runtime.stores.urls import require_client
 
-    parsed = parse_store_url(url)
-    scheme = get_scheme(parsed.scheme)
-    if scheme.inspect is None:
-        raise InspectError(
-            f"store URL {url!r}: scheme {scheme.name!r} ({scheme.origin}) has no reader (its StoreScheme has no "
-            "inspect=)"
-        )
-    require_client(parsed)
+    parsed = parse_store_url(url, needs=("inspect", "client"))
+    scheme = parsed.store_scheme
+    assert scheme is not None and scheme.inspect is not None  # given by parse_store_url, or refused there
     third_party = scheme.origin != BUILT_IN
     views = []
     try:
@@ -220,83 +211,3 @@ def inspect_store(
     if key is not None:
         views = [v for v in views if v.key == key]
     return sorted(views, key=lambda v: (v.key is None, v.key or "", v.seq or 0, v.action or "", v.state_key))
-
-
-# -- output -----------------------------------------------------------------------------------------------
-
-
-def _compact(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=repr)
-    return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
-
-
-def render_inspection(url: str, views: list[StateView]) -> str:
-    """The human table ``durable inspect`` prints."""
-    lines = [f"{url}: {len(views)} action state{'s' if len(views) != 1 else ''}"]
-    engines = [v.engine for v in views if v.engine is not None]
-    if engines:
-        lines.append(f"{engines[0]['topic']}" + ("" if all(e["readable"] for e in engines) else "  (UNREADABLE)"))
-    for v in views:
-        status = "ERROR" if v.error else ("completed" if v.completed else "in progress")
-        lines.append(f"key {v.key!r}  seq {v.seq}  action {v.action or '?'}  {status}  [{v.format or '?'}]")
-        lines.append(f"    state key  {v.state_key}")
-        if v.engine is not None and not v.engine["readable"]:
-            owner = f"the {v.engine['owner']} engine owning the topic" if v.engine["owner"] else "no owning engine"
-            lines.append(f"    NOT READABLE by {owner}: {v.engine['reason']}")
-        if v.error:
-            lines.append(f"    unreadable: {v.error}")
-            continue
-        if v.task_event is not None:
-            lines.append(f"    event      {v.task_event['type']} {_compact(v.task_event['attributes'])}")
-        for c in v.calls:
-            legacy = " (no status written)" if c.status_written == "legacy" else ""
-            outcome = (
-                f"undecodable: {c.decode_error}"
-                if c.decode_error
-                else f"raised {c.exception}"
-                if c.exception is not None
-                else f"-> {c.result}"
-                if c.result is not None
-                else ""
-            )
-            lines.append(
-                f"    call {c.index:<5} {c.function_id}  {c.args_digest}  {c.status}{legacy}  {outcome}".rstrip()
-            )
-        for name, updates in (("memory", v.short_term_memory), ("sensory", v.sensory_memory)):
-            for u in updates:
-                what = "new object" if u.get("new_object") else _compact(u["value"])
-                lines.append(f"    {name:<10} {u['path']} = {what}")
-        for e in v.output_events:
-            lines.append(f"    output     {e['type']} {_compact(e['attributes'])}")
-    return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="durable inspect", description="print what a store holds (read-only)")
-    parser.add_argument(
-        "url",
-        metavar="URL",
-        help="sqlite:PATH, redis://HOST:PORT/DB, kafka://HOST:PORT/TOPIC[?format=flink-agents], or a registered scheme",
-    )
-    parser.add_argument("--key", metavar="KEY", help="only the states of this business key")
-    parser.add_argument("--json", action="store_true", help="print JSON (a list of states) instead of a table")
-    parser.add_argument("--namespace", default="durable", metavar="NS", help="Redis key namespace (default durable)")
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=10.0,
-        metavar="SECONDS",
-        help="give up on an unreachable server after this long (default 10)",
-    )
-    args = parser.parse_args(argv)
-    try:
-        views = inspect_store(args.url, key=args.key, namespace=args.namespace, timeout=args.timeout)
-    except DurableError as exc:
-        print(f"durable inspect: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps([asdict(v) for v in views], ensure_ascii=False, indent=1, default=repr))
-    else:
-        print(render_inspection(args.url, views))
-    unreadable = any(v.engine is not None and not v.engine["readable"] for v in views)  # INS-8
-    return 1 if unreadable or any(v.error or any(c.decode_error for c in v.calls) for v in views) else 0

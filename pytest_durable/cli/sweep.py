@@ -1,44 +1,20 @@
-"""The ``durable`` command: ``durable certify …``, ``durable sweep MODULE:Agent --inputs FILE``,
-``durable inspect URL`` and ``durable --version`` (spec CLI-1..CLI-5, INS-1..INS-6).
-
-Bad input (an unknown command, an unimportable agent, a malformed inputs file or store URL) prints one
-line on stderr naming the input and the fix, and exits with status 2 before anything runs.
-"""
+"""``durable sweep MODULE:Agent --inputs FILE``: crash an agent once at every fault point of its crash-free run,
+recover, and print the matrix and the verdict (spec CLI-1, PLG-1, PLG-3, PLG-16, PLG-17)."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import logging
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
-from conformance.loading import CommandError, load
+from .args import CommandError, Parser, checked_url, load
 
 if TYPE_CHECKING:
-    from .sweep import Verdict
-
-USAGE = """usage: durable {certify,sweep,inspect} ... | durable --version
-  certify  run the conformance kit against a store or runner and print its levels
-  sweep    crash an agent at every fault point and print the matrix and the verdict
-  inspect  print what a store holds (read-only)"""
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse with its usage errors as one line and status 2."""
-
-    def error(self, message: str) -> NoReturn:
-        raise CommandError(f"{self.prog}: {message} (see {self.prog} --help)")
-
-
-def version() -> str:
-    from reference_runtime._version import __version__
-
-    return __version__
+    from reference_runtime.exploration.verdict import Verdict
 
 
 def read_inputs(path: str) -> list[tuple[str, Any]]:
@@ -67,8 +43,8 @@ def read_inputs(path: str) -> list[tuple[str, Any]]:
     return inputs
 
 
-def _sweep(argv: list[str]) -> int:
-    parser = _Parser(
+def main(argv: list[str]) -> int:
+    parser = Parser(
         prog="durable sweep",
         description="crash an agent once at every fault point of its "
         "crash-free run, recover, and check every invariant",
@@ -107,14 +83,14 @@ def _sweep(argv: list[str]) -> int:
             f"durable sweep {args.agent!r}: not an Agent subclass nor a flink_agents Agent (got {type(agent).__name__})"
         )
     inputs = read_inputs(args.inputs)
-    from conformance.loading import checked_url
+    from reference_runtime.exploration.ledger import Ledger
+    from reference_runtime.exploration.sweep import start_summary, sweep
+    from reference_runtime.exploration.verdict import Verdict
     from reference_runtime.stores.factory import store_factory
 
     from .effects import declared
-    from .ledger import Ledger
-    from .sweep import Verdict, start_summary, sweep
 
-    url = checked_url(args.store, "--store")
+    url = checked_url(args.store, "--store", needs=("isolated",))
     ledger = Ledger() if args.effect else None
     with declared(ledger or Ledger(), args.effect), _runtime_logs_silenced():
         stores = store_factory(url)
@@ -183,48 +159,3 @@ def _print_matrix(verdict: Verdict) -> None:
     for note in verdict.caveats():
         print(f"note: {note}")
     print(verdict.summary())
-
-
-def main(argv: list[str] | None = None) -> int:
-    try:
-        code = _main(argv)
-        sys.stdout.flush()  # inside the try: a closed pipe shows up here, not at interpreter exit
-        return code
-    except BrokenPipeError:
-        # The reader went away (``durable inspect URL | head``): not an error of ours, and no traceback.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 0
-
-
-def _main(argv: list[str] | None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv:  # a usage error (CLI-3): stdout is kept for results
-        print(USAGE, file=sys.stderr)
-        return 2
-    if argv[0] in ("-h", "--help"):
-        print(USAGE)
-        return 0
-    if argv[0] == "--version":
-        print(f"durable (pytest-durable) {version()}")
-        return 0
-    command, rest = argv[0], argv[1:]
-    try:
-        if command == "certify":
-            from conformance.certify import main as certify
-
-            return certify(rest)
-        if command == "sweep":
-            return _sweep(rest)
-        if command == "inspect":
-            from .inspect import main as inspect
-
-            return inspect(rest)
-        raise CommandError(f"durable: unknown command {command!r} (certify, sweep, inspect, --version)")
-    except CommandError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -17,7 +17,7 @@ from reference_runtime import Agent
 # Runs in the child: read (module, qualname, inputs, options) from stdin, print the journal entries as JSON.
 _CHILD = """
 import importlib, json, pickle, sys
-from pytest_durable.journal import entries
+from reference_runtime.exploration.journal import entries
 from reference_runtime import Runner
 module, qualname, inputs, options = pickle.load(sys.stdin.buffer)
 agent = importlib.import_module(module)

@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from conformance.loading import CommandError, resolve
+from reference_runtime.exploration.ledger import Ledger
 
-from .ledger import Ledger
+from .args import CommandError, resolve
 
 
 @contextmanager

@@ -1,19 +1,29 @@
-"""Command-line input of the ``durable`` commands, with one-line errors (spec CLI-3, CLI-4): ``MODULE:NAME``
-objects and store URLs.
-
-It lives in the kit, not the plugin, because ``durable certify`` (the kit) and ``durable sweep`` (the plugin)
-both use it and the kit never imports the plugin (spec KIT-5)."""
+"""What every ``durable`` command shares (spec CLI-3, CLI-4): the one argument parser, whose usage errors are one
+line, and the readers of command-line input with one-line errors: ``MODULE:NAME`` objects and store URLs."""
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from reference_runtime.stores import StoreUrl
+    from reference_runtime.stores.urls import Need
 
 
 class CommandError(Exception):
     """Bad command-line input. The message is the one line the command prints before exiting with 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """The parser of every ``durable`` command: a usage error is one line naming the command and ``--help``
+    (raised as :class:`CommandError`, exit status 2), not argparse's usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CommandError(f"{self.prog}: {message} (see {self.prog} --help)")
 
 
 def importable_cwd() -> None:
@@ -64,14 +74,14 @@ def load(spec: str, option: str) -> Any:
 PROBE_TIMEOUT = 5.0
 
 
-def checked_url(url: str, option: str) -> str:
-    """``url`` if it can be opened (parsed by its scheme, client installed, server answering within
-    :data:`PROBE_TIMEOUT`); else a :class:`CommandError` naming ``option``, the URL and the fix."""
+def checked_url(url: str, option: str, *, needs: tuple[Need, ...] = ()) -> StoreUrl:
+    """``url`` parsed, if it can be opened (parsed by its scheme, client installed, server answering within
+    :data:`PROBE_TIMEOUT`, and ``needs`` met); else a :class:`CommandError` naming ``option``, the URL and the
+    fix."""
     from reference_runtime.errors import StoreError
     from reference_runtime.stores import check_store
 
     try:
-        check_store(url, timeout=PROBE_TIMEOUT)
+        return check_store(url, timeout=PROBE_TIMEOUT, needs=needs)
     except StoreError as exc:
         raise CommandError(f"{option}: {exc}") from None
-    return url

@@ -29,6 +29,7 @@ from reference_runtime.records import ActionState, CallResult, StateRef
 from reference_runtime.stores.base import ActionStateStore
 from reference_runtime.stores.forwarding import ForwardingStore
 
+from .protocol import RunFunction, run_once
 from .scenario import Scenario
 
 if TYPE_CHECKING:
@@ -243,11 +244,15 @@ class Reference:
         return self.point_reason[mark.trace]
 
 
-def why_not(ref: Reference, store: Callable[[], ActionStateStore], ledger: Ledger | None) -> str | None:
+def why_not(
+    ref: Reference, store: Callable[[], ActionStateStore], ledger: Ledger | None, run: RunFunction | None = None
+) -> str | None:
     """What rules out snapshots for a whole sweep before anything runs (PLG-17), or None."""
     from reference_runtime.stores import InMemoryStore, StoreFactory
     from reference_runtime.stores.registry import BUILT_IN
 
+    if run is not None:
+        return "a runner under test drives the agent: only the reference Runner's recovery starts from a snapshot"
     if ref.is_async:
         return (
             "the agent has async actions: their durable work runs on a thread pool, so what the store "
@@ -274,6 +279,8 @@ def record(
     options: dict[str, Any],
     label: str = "the crash-free run",
     baseline: bool = True,
+    *,
+    run: RunFunction | None = None,
 ) -> Reference:
     """Run ``agent`` crash-free with every fault point marked (the sweep's baseline run)."""
     if ledger is not None:
@@ -286,8 +293,8 @@ def record(
     sleeps = getattr(clock, "sleeps", None) if _virtual(clock) else None
     start_sleeps = len(sleeps) if sleeps is not None else 0
     start_now = clock.now() if _virtual(clock) else None
-    runner = Runner(agent, log, injector=injector, **options)
-    result = runner.run(inputs)
+    runner = Runner(agent, log, injector=injector, **options) if run is None else None
+    result = runner.run(inputs) if runner is not None else run_once(run, agent, inputs, log, injector, options)
     reference = Reference(
         agent,
         inputs,
@@ -300,7 +307,7 @@ def record(
         start_sleeps,
         start_now,
     )
-    reference.is_async = any(spec.is_async for spec in runner.actions)
+    reference.is_async = runner is not None and any(spec.is_async for spec in runner.actions)
     return reference
 
 
@@ -395,9 +402,9 @@ def start(
     :func:`recovery_key`), that recovery stands for this one's instead of running again.
 
     The returned injector's trace ends at the crash unless ``trace_recovery``: after the last crash of a
-    scenario no fault point can change what :func:`~pytest_durable.sweep.check` finds (a call whose record
-    first lands in the last attempt was not recorded before it), and a recovery with no injector does not
-    even build its points."""
+    scenario no fault point can change what :func:`~reference_runtime.exploration.verdict.check` finds (a call
+    whose record first lands in the last attempt was not recorded before it), and a recovery with no injector
+    does not even build its points."""
     mark = ref.injector.marks[point]
     tail = ref.tails[mark.trace]
     # The spans of the crash-free run that happened before the failover: up to the point, then the tail.

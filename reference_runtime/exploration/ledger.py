@@ -68,9 +68,14 @@ class Ledger:
 
     The expectation is the effects of a crash-free run: the harness books one (:meth:`new_run` with
     ``baseline=True``) before its crash runs. Without one, every id is expected once.
+
+    ``executions=True`` declares that every execution of every durable call is booked once (the conformance
+    kit's agents do): the verdict then judges a repeat by REC-3 and REC-5 (once more per crash before the
+    call's record was persisted, never after) instead of calling every repeat a duplicated effect (PLG-3).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, executions: bool = False) -> None:
+        self.executions = executions
         self._lock = threading.Lock()
         self._effects: list[Effect] = []
         self._reconciles: list[Effect] = []
@@ -236,12 +241,13 @@ class Ledger:
             "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in [head, *body]
         )
 
-    def violations(self) -> list[str]:
-        """One PLG-3 message per anomaly of the current run."""
+    def violations(self, rows: list[LedgerRow] | None = None) -> list[str]:
+        """One PLG-3 message per anomaly of the current run (of ``rows``, when given: :meth:`rows` once read)."""
         return [
             f"PLG-3: effect {r.name} for {r.call_id} {r.status} in {self.label} "
             f"(expected {r.expected}, happened {r.happened})"
-            for r in self.anomalies()
+            for r in (self.rows() if rows is None else rows)
+            if r.status in ANOMALIES
         ]
 
     def assert_exactly_once(self) -> None:

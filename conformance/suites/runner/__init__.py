@@ -1,0 +1,1 @@
+"""The runner suite :func:`conformance.certify` runs."""

@@ -1,0 +1,1 @@
+"""The store suite :func:`conformance.certify` runs."""

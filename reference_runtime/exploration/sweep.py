@@ -1,0 +1,362 @@
+"""Crash runs: learn an agent's fault points, run it crashing as a scenario says, sweep every point
+(spec PLG-1, PLG-16, PLG-17, CONF-4).
+
+``learn`` runs an agent crash-free and returns every fault point it reached; ``run_scenario`` runs it
+again crashing at each selector of a :class:`~reference_runtime.exploration.scenario.Scenario`;
+:func:`~reference_runtime.exploration.verdict.check` compares the two; ``sweep`` does all three for every
+point. Every run goes through a :class:`RunFunction`: the reference :class:`~reference_runtime.Runner` by
+default, or a runner under test, which is how the conformance kit drives a third-party runner through the
+same sweep. Shared by the fixtures, the sweep marker, schedule exploration, ``durable sweep`` and the kit.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from reference_runtime import Agent, FaultInjector, FaultPoint, Phase, Runner, RunResult
+from reference_runtime.clock import let_time_pass
+from reference_runtime.stores.base import ActionStateStore
+
+from . import snapshot_start as snap
+from .protocol import RunFunction, run_once
+from .scenario import Scenario, selector_for
+from .verdict import PointOutcome, check
+
+if TYPE_CHECKING:
+    from .ledger import Ledger
+
+__all__ = [
+    "FORCED",
+    "HARNESS_OWNED",
+    "SAMPLED",
+    "LearningFailed",
+    "MarkerError",
+    "NewStore",
+    "check_runner_options",
+    "learn",
+    "points_to_crash",
+    "run_scenario",
+    "scenario_options",
+    "start_summary",
+    "sweep",
+    "sweep_marker",
+    "sweep_params",
+]
+
+#: Makes a fresh, empty store (each crash run of a sweep gets its own).
+NewStore = Callable[[], ActionStateStore]
+
+
+def learn(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    store: NewStore,
+    ledger: Ledger | None = None,
+    *,
+    run: RunFunction | None = None,
+    **options: Any,
+) -> tuple[RunResult, list[FaultPoint]]:
+    """The crash-free result and the fault points it reached, in order."""
+    if ledger is not None:
+        ledger.new_run("the crash-free run", baseline=True)
+    let_time_pass(options.get("clock"))  # runs compared with each other never share an instant (PLG-13)
+    injector = FaultInjector()
+    result = run_once(run, agent, inputs, store(), injector, options)
+    return result, list(injector.trace)
+
+
+def run_scenario(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    store: NewStore,
+    scenario: Scenario,
+    ledger: Ledger | None = None,
+    *,
+    run: RunFunction | None = None,
+    **options: Any,
+) -> tuple[RunResult, FaultInjector]:
+    """Run with ``scenario``'s crashes, recovering after each."""
+    if ledger is not None:
+        ledger.new_run(f"the run crashing at {scenario.describe()}")
+    let_time_pass(options.get("clock"))
+    # Random schedules may hold crashes that recovery never reaches; the caller checks what fired.
+    injector = FaultInjector(list(scenario.schedule), must_fire=False)
+    result = run_once(run, agent, inputs, store(), injector, scenario_options(scenario, options))
+    return result, injector
+
+
+def scenario_options(scenario: Scenario, options: dict[str, Any]) -> dict[str, Any]:
+    """The runner options of a run under ``scenario``: its switches over the caller's options."""
+    extra = scenario.runner_options()
+    merged = {**options, **extra}
+    if "config" in extra:
+        merged["config"] = {**(options.get("config") or {}), **extra["config"]}  # type: ignore[dict-item]
+    return merged
+
+
+def points_to_crash(points: Sequence[FaultPoint]) -> list[FaultPoint]:
+    """Each distinct point once, in the order first reached (a point repeated in a run, e.g. a retried
+    call, is crashed at its first occurrence)."""
+    seen: set[FaultPoint] = set()
+    unique = []
+    for p in points:
+        if p not in seen:
+            seen.add(p)
+            unique.append(p)
+    return unique
+
+
+#: The start_reason of every scenario of a sweep asked to re-execute.
+FORCED = "re-execution was asked for (re_execute=True, durable sweep --re-execute, --durable-re-execute)"
+#: The start_reason of the one point a sweep runs both ways before trusting its snapshots.
+SAMPLED = "the point sampled to check the snapshot path against re-execution"
+
+
+def sweep(
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    store: NewStore,
+    ledger: Ledger | None = None,
+    *,
+    re_execute: bool = False,
+    run: RunFunction | None = None,
+    **options: Any,
+) -> list[PointOutcome]:
+    """Crash once at every point of the crash-free run, recover, check; a crash that does not fire where the
+    crash-free run reached its point is a violation (PLG-19). ``run`` is the runner (default: the reference
+    :class:`~reference_runtime.Runner`); a runner under test re-executes every scenario.
+
+    Each scenario starts from a snapshot of the crash-free run at its point when that is equivalent to
+    running the agent up to the crash (PLG-16), and re-executes otherwise, each outcome saying why
+    (PLG-17). ``re_execute`` forces re-execution everywhere; the checks that choose the path (a second
+    crash-free run, a sampled point run both ways) run either way, so that both paths run the agent the
+    same number of times before the scenarios and their verdicts stay comparable even for an agent whose
+    results depend on earlier runs in the process."""
+    ref = snap.record(agent, inputs, store, ledger, options, run=run)
+    ref.reason = snap.why_not(ref, store, ledger, run)
+    again = None
+    if ref.reason is None:
+        again = snap.record(agent, inputs, store, ledger, options, "a second crash-free run", baseline=False)
+    snap.prepare(ref, again)
+    baseline = ref.result
+    points = points_to_crash(ref.trace)
+    mismatch = options.get("mismatch", "lenient")
+    done: dict[FaultPoint, PointOutcome] = {}
+    usable = [p for p in points if ref.usable(p) is None]
+    if usable:
+        sample = usable[len(usable) // 2]
+        scenario = Scenario((selector_for(sample),), mismatch)
+        verdict = _sample(ref, sample, scenario, agent, inputs, store, ledger, options)
+        if isinstance(verdict, str):
+            ref.reason = verdict
+        else:
+            verdict.start_reason = FORCED if re_execute else SAMPLED
+            done[sample] = verdict
+    outcomes = []
+    # Points with the same snapshot come one after another (a store only grows along the run): keep the
+    # last recovery only, so a sweep holds one recovered result at a time, not one per store state.
+    shared: tuple[Any, snap.Recovery | None] = (None, None)
+    for point in points:
+        if point in done:
+            outcomes.append(done[point])
+            continue
+        scenario = Scenario((selector_for(point),), mismatch)
+        reason = FORCED if re_execute else ref.usable(point)
+        if reason is None:
+            key = snap.recovery_key(ref, point)
+            reuse = shared[1] if shared[0] == key else None
+            result, injector, recovery = snap.start(
+                ref, point, scenario, ledger, scenario_options(scenario, options), reuse
+            )
+            shared = (key, recovery)
+        else:
+            result, injector = run_scenario(agent, inputs, store, scenario, ledger, run=run, **options)
+        outcome = check(scenario, baseline, result, injector, ledger)
+        if not outcome.fired:
+            outcome.violations.append(
+                f"PLG-19: the crash at {point.describe()} never fired: the run did not reach the point the crash-free "
+                "run reached (a nondeterministic agent or runner)"
+            )
+        if reason is None:
+            outcome.start = "snapshot"
+        outcome.start_reason = reason
+        outcomes.append(outcome)
+    return outcomes
+
+
+def _sample(
+    ref: snap.Reference,
+    point: FaultPoint,
+    scenario: Scenario,
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    store: NewStore,
+    ledger: Ledger | None,
+    options: dict[str, Any],
+) -> PointOutcome | str:
+    """Run ``point``'s scenario from its snapshot and by re-execution; the re-executed outcome if both
+    agree on everything the checks read, else why the snapshot path is not used (PLG-17)."""
+    seen = []
+    try:
+        for path in ("snapshot", "re-executed"):
+            if path == "snapshot":
+                merged = scenario_options(scenario, options)
+                result, injector, _ = snap.start(ref, point, scenario, ledger, merged, trace_recovery=True)
+            else:
+                result, injector = run_scenario(agent, inputs, store, scenario, ledger, **options)
+            outcome = check(scenario, ref.result, result, injector, ledger)
+            seen.append((outcome, _observed(outcome, result, injector, ledger)))
+    except Exception as exc:
+        return f"the scenario sampled at {point.describe()} raised {type(exc).__name__}"
+    if seen[0][1] != seen[1][1]:
+        return (
+            f"the scenario sampled at {point.describe()} ended differently from its snapshot than re-executed "
+            "(the agent's run before the crash changes state the snapshot does not hold)"
+        )
+    return seen[1][0]
+
+
+def _observed(outcome: PointOutcome, result: RunResult, injector: FaultInjector, ledger: Ledger | None) -> Any:
+    return (
+        outcome.violations,
+        outcome.re_executed,
+        outcome.duplicates,
+        outcome.repeated,
+        outcome.unchecked,
+        result.outputs,
+        dict(result.memory),
+        [e[:6] for e in result.journal],
+        list(injector.trace),
+        list(injector.fired),
+        [e.key for e in result.emitted],
+        ledger.rows() if ledger is not None else None,
+    )
+
+
+def start_summary(outcomes: Sequence[PointOutcome]) -> list[str]:
+    """How a sweep's scenarios started: how many from snapshots, and each reason to re-execute with how
+    many points it held for (``durable sweep -v``, ``durable.sweep`` with ``pytest -v``)."""
+    snapshots = sum(o.start == "snapshot" for o in outcomes)
+    lines = [f"{snapshots} of {len(outcomes)} scenarios started from a snapshot of the crash-free run (PLG-16)"]
+    reasons = Counter(o.start_reason for o in outcomes if o.start_reason is not None)
+    lines += [f"{n} re-executed: {reason} (PLG-17)" for reason, n in reasons.items()]
+    return lines
+
+
+@dataclass(frozen=True)
+class LearningFailed:
+    """The parameter of a ``durable_sweep`` test whose agent failed while its fault points were learnt."""
+
+    message: str
+
+
+class MarkerError(TypeError):
+    """A ``durable_sweep`` marker or harness call with bad arguments; the message names the test, the
+    argument and the fix (PLG-9)."""
+
+
+#: Runner arguments the harness sets itself, with what to use instead.
+HARNESS_OWNED = {
+    "store": "the store comes from --durable-store URL (ini durable_store); a custom store needs "
+    "reference_runtime.Runner(agent, store) directly",
+    "injector": "crashes come from the sweep, or from crash_at= / durable.crash(..., at=...)",
+    "reopen_store": "the harness reopens stores itself",
+}
+
+
+@functools.cache
+def _runner_options() -> frozenset[str]:
+    return frozenset(inspect.signature(Runner.__init__).parameters) - {"self", "agent", *HARNESS_OWNED}
+
+
+def check_runner_options(options: dict[str, Any], where: str) -> None:
+    """Refuse options the harness owns or the runner does not take, naming the alternative."""
+    for name in options:
+        if name in HARNESS_OWNED:
+            raise MarkerError(f"{where}: {name}= is not supported here: {HARNESS_OWNED[name]}")
+    known = _runner_options()
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise MarkerError(f"{where}: unknown runner option(s) {unknown}; known: {sorted(known)}")
+
+
+def sweep_marker(args: Sequence[Any], kwargs: dict[str, Any], where: str) -> tuple[type[Agent], list[tuple[str, Any]]]:
+    """The agent and inputs of a ``durable_sweep(agent, inputs, **runner_options)`` marker, checked."""
+    from reference_runtime.flink_agents_compat import is_agent
+
+    usage = "use @pytest.mark.durable_sweep(AgentClass, [(key, input), ...], **runner_options)"
+    if len(args) != 2:
+        raise MarkerError(f"{where}: durable_sweep takes 2 positional arguments, got {len(args)}; {usage}")
+    agent, inputs = args
+    if not is_agent(agent):
+        raise MarkerError(
+            f"{where}: durable_sweep's first argument must be an Agent subclass (or a flink_agents "
+            f"Agent), got {agent!r}; "
+            f"{usage}"
+        )
+    if isinstance(inputs, dict):
+        raise MarkerError(
+            f"{where}: durable_sweep's inputs are a dict; pass a list of (key, input) pairs, "
+            f"e.g. list(inputs.items()) for {{key: input}}"
+        )
+    pairs = list(inputs) if isinstance(inputs, Sequence) and not isinstance(inputs, str | bytes) else None
+    bad = pairs is None or any(not isinstance(p, tuple | list) or len(p) != 2 for p in pairs)
+    if bad or not pairs:
+        raise MarkerError(
+            f"{where}: durable_sweep's inputs must be a non-empty list of (key, input) pairs, "
+            f"got {inputs!r:.80}; {usage}"
+        )
+    check_runner_options(kwargs, f"{where}: durable_sweep")
+    return agent, [(str(k), v) for k, v in pairs]
+
+
+def sweep_params(args: Sequence[Any], kwargs: dict[str, Any], where: str) -> tuple[list[Any], list[str]]:
+    """Parameters and ids for a ``durable_sweep(agent, inputs, **options)`` marker: the crash-free run
+    (``crash=none``) then one selector per fault point it reaches (``crash=call3:after-effect``; narrowed
+    with ``?key=…&seq=…`` only where the short label is ambiguous). Learned on the memory store and a
+    virtual clock, at collection, in a canonical order so that every xdist worker collects the same ids.
+    If the agent fails, the one parameter is a :class:`LearningFailed` that fails its test with the reason."""
+    from reference_runtime.clock import VirtualClock
+    from reference_runtime.stores.memory import InMemoryStore
+
+    agent, inputs = sweep_marker(args, kwargs, where)
+    try:
+        # On a virtual clock: retry backoff and batch deadlines must not make collection wait (PLG-11).
+        _, points = learn(agent, inputs, InMemoryStore, None, **{**kwargs, "clock": VirtualClock()})
+    except Exception as exc:
+        # One test that errors with the reason, rather than a traceback that stops the session (PLG-12).
+        name = getattr(agent, "__qualname__", type(agent).__qualname__)
+        return [
+            LearningFailed(
+                f"{where}: the crash-free run of {name} on the marker's inputs failed "
+                f"while its fault points were learnt, so no crash test can run: "
+                f"{type(exc).__name__}: {exc}"
+            )
+        ], ["crash=none"]
+    order = list(Phase)
+    # Per input: its calls in order, then its action phases; run-level points (checkpoints) last.
+    unique = sorted(
+        points_to_crash(points),
+        key=lambda p: (
+            p.key is None,
+            p.key or "",
+            p.seq or 0,
+            p.action or "",
+            p.call_index is None,
+            p.call_index or 0,
+            order.index(p.phase),
+        ),
+    )
+    labels = Counter(p.label() for p in unique)
+    params: list[Any] = [None]
+    ids = ["crash=none"]
+    for p in unique:
+        selector = selector_for(p)
+        params.append(selector)
+        ids.append("crash=" + (p.label() if labels[p.label()] == 1 else selector.text()))
+    return params, ids
