@@ -249,6 +249,7 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     return _store_line(config) if config.stash[_USED] else None
 
 
+@pytest.hookimpl(tryfirst=True)  # before the terminal reporter's, which asks for the lines below
 def pytest_collection_finish(session: pytest.Session) -> None:
     config = session.config
     if not config.stash[_USED] and any(_uses_durable(item) for item in session.items):

@@ -102,7 +102,7 @@ class RunnerContext:
 
     def durable_execute(
         self,
-        func: Callable[..., Any],
+        func: Callable[..., Any] | TwoPhaseCommit,
         *args: Any,
         reconciler: Callable[[], Any] | None = None,
         durable_id: str | None = None,
@@ -121,8 +121,9 @@ class RunnerContext:
             return execute_two_phase(
                 self._execution, cast(TwoPhaseCommit, func), durable_id, reconcilers=self._reconcilers, retry=retry
             )
+        call = cast("Callable[..., Any]", func)  # not a TwoPhaseCommit (is_two_phase above)
         return self._execution.execute(
-            func, args, kwargs, reconciler=reconciler if self._reconcilers else None, durable_id=durable_id, retry=retry
+            call, args, kwargs, reconciler=reconciler if self._reconcilers else None, durable_id=durable_id, retry=retry
         )
 
     def durable_call(
@@ -155,7 +156,7 @@ class RunnerContext:
 
     def durable_execute_async(
         self,
-        func: Callable[..., Any],
+        func: Callable[..., Any] | TwoPhaseCommit,
         *args: Any,
         reconciler: Callable[[], Any] | None = None,
         durable_id: str | None = None,
@@ -172,9 +173,10 @@ class RunnerContext:
                     ex, cast(TwoPhaseCommit, func), durable_id, reconcilers=self._reconcilers, retry=retry
                 )
             )
+        call = cast("Callable[..., Any]", func)  # not a TwoPhaseCommit (is_two_phase above)
         return DurableAwaitable(
             lambda: ex.execute_async(
-                func,
+                call,
                 args,
                 kwargs,
                 reconciler=reconciler if self._reconcilers else None,
