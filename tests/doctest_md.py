@@ -13,7 +13,7 @@
 Every failure names ``file:line`` of the block's opening fence. Run as a script,
 ``python doctest_md.py --without-repository FILE...`` runs the files' blocks with nothing of the repository
 importable, each in a fresh temporary directory: how the wheel test runs the docs in a venv with only the
-installed wheel (DOC-6).
+installed wheel (DOC-7).
 """
 
 from __future__ import annotations

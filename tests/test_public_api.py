@@ -24,7 +24,7 @@ PUBLIC_PACKAGES = ("reference_runtime.stores",)
 #: ``reference_runtime.config``: the configuration key registry (CFG-1), documented in docs/configuration.md;
 #: the serde's Jackson, Java and tagged-value modules: wire-format building blocks for other implementations
 #: (SER-9, SER-10), documented in docs/wire-format.md.
-#: The example agents the docs use, shipped so the docs run from a wheel (DOC-6); not API, but importable.
+#: The example agents the docs use, shipped so the docs run from a wheel (DOC-7); not API, but importable.
 EXAMPLES = "pytest_durable.examples"
 PUBLIC_MODULES = (
     "pytest_durable.strategies",

@@ -1,5 +1,5 @@
 """Every documented example runs from the built wheel, installed with its dependencies into a fresh virtual
-environment outside the repository, with nothing of the repository importable (DOC-6): the README, the
+environment outside the repository, with nothing of the repository importable (DOC-7): the README, the
 start page's quick start, the tutorial (whose agent and tests ship as ``pytest_durable.examples``), the
 plugin reference, and every other page of docs/.
 
@@ -27,7 +27,7 @@ PAGES = FIRST + sorted(p for p in (ROOT / "docs").rglob("*.md") if p not in FIRS
 
 
 def test_every_documented_example_runs_from_the_installed_wheel(tmp_path: Path) -> None:
-    """DOC-6: wheel -> fresh venv (pip resolves its dependencies as for a user) -> each page's blocks run
+    """DOC-7: wheel -> fresh venv (pip resolves its dependencies as for a user) -> each page's blocks run
     by the documentation runner in a directory outside the repository, with only the venv importable."""
     assert not tmp_path.is_relative_to(ROOT)
     wheel = build_wheel(tmp_path / "wheels")

@@ -35,7 +35,7 @@ _LOG = logging.getLogger(__name__)
 
 
 #: librdkafka error codes a client recovers from by itself: it reconnects, refetches metadata and retries
-#: (its documentation calls such consumer error events informational). KSTORE-9.
+#: (its documentation calls such consumer error events informational). KSTORE-10.
 TRANSIENT_ERRORS = (
     "_TRANSPORT",
     "_ALL_BROKERS_DOWN",
@@ -332,7 +332,7 @@ class KafkaStore:
                     err = exc.args[0] if isinstance(exc, self._ck.KafkaException) and exc.args else None
                     if not self._transient(err) or time.monotonic() > deadline:
                         raise self._fail(f"cannot read the end offset of partition {p}", exc) from exc
-                    self._last_error = str(err)  # KSTORE-9: the client reconnects; ask again
+                    self._last_error = str(err)  # KSTORE-10: the client reconnects; ask again
                     time.sleep(0.05)
             out[p] = (int(low), max(int(high), self._ends.get(p, 0)))
         return out
@@ -340,7 +340,7 @@ class KafkaStore:
     def _transient(self, err: Any) -> bool:
         """``err`` is a client error librdkafka recovers from by itself (a dropped or refused connection, a
         request timed out, partition metadata lost with the connection and not yet refetched): the client
-        reconnects and retries, so it is noted, not fatal; only the caller's no-progress deadline is (KSTORE-9).
+        reconnects and retries, so it is noted, not fatal; only the caller's no-progress deadline is (KSTORE-10).
         A fatal error or any other code is a failure at once."""
         if err is None or not hasattr(err, "code") or err.fatal():
             return False
@@ -391,7 +391,7 @@ class KafkaStore:
                                 ends[p] = msg.offset()
                             continue
                         if self._transient(err):
-                            # An error event the consumer recovers from (KSTORE-9): it reconnects and fetches
+                            # An error event the consumer recovers from (KSTORE-10): it reconnects and fetches
                             # again; the deadline above still bounds a broker that stays away (KSTORE-7).
                             self._last_error = str(err)
                             continue

@@ -15,7 +15,7 @@ from reference_runtime.errors import LocatedError, WireFormatError
 
 #: Per input: CPU time of the decoding thread and the peak of Python allocations while decoding it. CPU
 #: time, not wall time: the bound is about the work an input costs, and on a loaded machine waiting for a
-#: core added seconds of wall time to inputs that cost a fraction of that (a flaky failure, issue 30).
+#: core added seconds of wall time to inputs that cost a fraction of that (a flaky failure).
 MAX_SECONDS = 2.0
 MAX_BYTES = 96 * 1024 * 1024
 

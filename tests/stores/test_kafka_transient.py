@@ -1,6 +1,6 @@
 """Client errors the Kafka client recovers from by itself (a dropped connection: "Broker transport failure")
 do not fail a replay or an offset read; a broker that stays away still fails within the timeout, and any
-other error still fails at once (KSTORE-9, KSTORE-7).
+other error still fails at once (KSTORE-10, KSTORE-7).
 
 Under load, a connection the consumer had open could drop while a fetch was in flight; librdkafka then hands
 the replay an error event and reconnects. The replay used to stop there ("replay failed: ... Broker
@@ -88,7 +88,7 @@ def store(request: pytest.FixtureRequest, tansu: str) -> Iterator[Any]:
 
 
 def test_a_dropped_connection_during_a_rebuild_is_recovered_from(store: Any) -> None:
-    """KSTORE-9: two transport failures in the replay's stream and in its offset reads: the rebuild goes on
+    """KSTORE-10: two transport failures in the replay's stream and in its offset reads: the rebuild goes on
     (the client reconnects) and every state is read back; the error is kept as the last client error."""
     marker = store.get_recovery_marker()
     store._consumer = InjectingConsumer(store._consumer, [transport_failure(), transport_failure()])
@@ -99,7 +99,7 @@ def test_a_dropped_connection_during_a_rebuild_is_recovered_from(store: Any) -> 
 
 
 def test_a_broker_that_stays_away_still_fails_within_the_timeout(store: Any) -> None:
-    """KSTORE-9, KSTORE-7: transport failures that never stop fail the rebuild after the store's timeout,
+    """KSTORE-10, KSTORE-7: transport failures that never stop fail the rebuild after the store's timeout,
     naming the URL and the last client error; the states read before are kept."""
     store._consumer = InjectingConsumer(store._consumer, [transport_failure()], forever=True)
     with pytest.raises(StoreError, match="Broker transport failure") as info:
@@ -117,7 +117,7 @@ def test_a_broker_that_stays_away_still_fails_within_the_timeout(store: Any) -> 
     ids=["fatal transport failure", "authorization"],
 )
 def test_any_other_client_error_fails_the_rebuild_at_once(store: Any, err: Any) -> None:
-    """KSTORE-9: a fatal error, or one the client does not recover from, is not waited out: the rebuild
+    """KSTORE-10: a fatal error, or one the client does not recover from, is not waited out: the rebuild
     fails on it, naming it."""
     store._consumer = InjectingConsumer(store._consumer, [err], forever=True)
     with pytest.raises(StoreError, match=str(err.str())):
