@@ -9,6 +9,7 @@ summary and JUnit XML are right under pytest-xdist too.
 from __future__ import annotations
 
 import random
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,11 +32,20 @@ _TOTALS = pytest.StashKey[dict[str, int]]()
 _UPDATE_JOURNALS = pytest.StashKey[bool]()
 _RE_EXECUTE = pytest.StashKey[bool]()
 _JOURNAL_ROOT = pytest.StashKey["Path | None"]()
+#: The session uses the plugin: a durable option or ini value is set, or a collected test takes a durable
+#: fixture or marker (under xdist, a worker said so). Only then is the store/seed line printed (PLG-4).
+_USED = pytest.StashKey[bool]()
+_LINE_SHOWN = pytest.StashKey[bool]()
 
 #: Where ``durable_clock`` starts virtual time.
 CLOCK_START = "2026-01-01T00:00:00+00:00"
 #: Modules that keep real time under ``durable_clock`` (pytest's own timing of tests).
 REAL_TIME_MODULES = ("_pytest.timing",)
+#: The fixtures and markers that make a test a durable one.
+DURABLE_FIXTURES = frozenset({"durable", "durable_harness", "durable_ledger", "durable_clock", "durable_point"})
+DURABLE_MARKERS = ("durable_sweep", "durable_schedule")
+#: Hypothesis' own pytest plugin (entry point ``hypothesispytest``), installed with Hypothesis.
+HYPOTHESIS_PLUGIN = "hypothesispytest"
 #: property -> (singular, plural) of the terminal summary line.
 _SUMMARY = (
     ("durable_fault_points", ("fault point swept", "fault points swept")),
@@ -206,6 +216,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_RE_EXECUTE] = _flag(config, "re_execute")
     config.stash[_JOURNAL_ROOT] = _journal_root(config)
     config.stash[_TOTALS] = {}
+    config.stash[_USED] = _configured(config, url)
+    config.stash[_LINE_SHOWN] = False
     config.pluginmanager.register(_Totals(config.stash[_TOTALS]), "durable-totals")
     config.addinivalue_line(
         "markers",
@@ -225,8 +237,73 @@ def pytest_configure_node(node: Any) -> None:
     node.workerinput["durable_seed"] = node.config.stash[_SEED]
 
 
-def pytest_report_header(config: pytest.Config) -> str:
+def _configured(config: pytest.Config, url: str) -> bool:
+    """A durable option or ini value is set (the store counts when it is not the default)."""
+    names = ("seed", "max_examples", "update_journals", "journal_dir", "re_execute")
+    return url not in ("memory:", "memory") or any(_option(config, n) not in (None, "", False) for n in names)
+
+
+def _uses_durable(item: pytest.Item) -> bool:
+    fixtures = getattr(item, "fixturenames", ())
+    return bool(DURABLE_FIXTURES.intersection(fixtures)) or any(item.get_closest_marker(m) for m in DURABLE_MARKERS)
+
+
+def _store_line(config: pytest.Config) -> str:
+    config.stash[_LINE_SHOWN] = True
     return f"durable: store {config.stash[_STORE]}, seed {config.stash[_SEED]} (repeat with --durable-seed)"
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """The store and seed, before the tests when durable options are set (otherwise after collection, and
+    only if a collected test is a durable one: an unrelated project sees no line, PLG-4)."""
+    return _store_line(config) if config.stash[_USED] else None
+
+
+@pytest.hookimpl(tryfirst=True)  # before the terminal reporter's, which asks for the lines below
+def pytest_collection_finish(session: pytest.Session) -> None:
+    config = session.config
+    if not config.stash[_USED] and any(_uses_durable(item) for item in session.items):
+        config.stash[_USED] = True
+        workeroutput = getattr(config, "workeroutput", None)
+        if workeroutput is not None:  # an xdist worker: the controller prints the line
+            workeroutput["durable_used"] = True
+
+
+def pytest_report_collectionfinish(config: pytest.Config) -> str | None:
+    return _store_line(config) if config.stash[_USED] and not config.stash[_LINE_SHOWN] else None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any) -> None:
+    """xdist controller: a worker collected durable tests, so the summary names the store and seed."""
+    if getattr(node, "workeroutput", {}).get("durable_used"):
+        node.config.stash[_USED] = True
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    _skip_idle_hypothesis_summary(session.config)
+
+
+def _skip_idle_hypothesis_summary(config: pytest.Config) -> None:
+    """Hypothesis' pytest plugin, which comes with Hypothesis (a dependency of this package), imports all of
+    Hypothesis in its terminal summary even when nothing in the session used it: about half a second added
+    to every pytest run of any project in the environment. When Hypothesis was never imported in this
+    process, its statistics were not asked for and no test report carries its statistics or failing
+    examples (xdist workers ship those to the controller), that summary has nothing to print: the plugin is
+    unregistered before it runs, so the session pays nothing (PLG-4)."""
+    plugin = config.pluginmanager.get_plugin(HYPOTHESIS_PLUGIN)
+    if plugin is None or "hypothesis" in sys.modules:
+        return
+    option = getattr(plugin, "PRINT_STATISTICS_OPTION", None)
+    keys = {getattr(plugin, "STATS_KEY", None), getattr(plugin, "FAILING_EXAMPLES_KEY", None)} - {None}
+    if option is None or len(keys) != 2 or config.getoption(option, default=False):
+        return  # not the plugin this was written against, or its statistics are wanted
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    reports = [r for rs in getattr(reporter, "stats", {}).values() for r in rs]
+    if any(keys & set(getattr(r, "__dict__", {})) for r in reports):
+        return
+    config.pluginmanager.unregister(plugin)
 
 
 class _Totals:
@@ -251,8 +328,12 @@ class _Totals:
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     totals = config.stash.get(_TOTALS, {})
     parts = [f"{totals[name]} {text[totals[name] != 1]}" for name, text in _SUMMARY if totals.get(name)]
-    if parts:
+    late = config.stash.get(_USED, False) and not config.stash.get(_LINE_SHOWN, True)  # xdist controller
+    if parts or late:
         terminalreporter.write_sep("=", "durable")
+    if late:
+        terminalreporter.write_line(_store_line(config))
+    if parts:
         terminalreporter.write_line("durable: " + ", ".join(parts))
     starts = totals.get("durable_snapshot_starts", 0), totals.get("durable_re_executed_starts", 0)
     if any(starts) and config.option.verbose > 0:

@@ -99,7 +99,7 @@ class RunnerContext:
 
     def durable_execute(
         self,
-        func: Callable[..., Any],
+        func: Callable[..., Any] | TwoPhaseCommit,
         *args: Any,
         reconciler: Callable[[], Any] | None = None,
         durable_id: str | None = None,
@@ -116,7 +116,8 @@ class RunnerContext:
         if is_two_phase(func):
             check_arguments(func, args, kwargs, reconciler)
             return execute_two_phase(self._execution, cast(TwoPhaseCommit, func), durable_id, retry=retry)
-        return self._execution.execute(func, args, kwargs, reconciler=reconciler, durable_id=durable_id, retry=retry)
+        call = cast("Callable[..., Any]", func)  # not a TwoPhaseCommit (is_two_phase above)
+        return self._execution.execute(call, args, kwargs, reconciler=reconciler, durable_id=durable_id, retry=retry)
 
     def durable_call(
         self,
@@ -146,7 +147,7 @@ class RunnerContext:
 
     def durable_execute_async(
         self,
-        func: Callable[..., Any],
+        func: Callable[..., Any] | TwoPhaseCommit,
         *args: Any,
         reconciler: Callable[[], Any] | None = None,
         durable_id: str | None = None,
@@ -161,8 +162,9 @@ class RunnerContext:
             return DurableAwaitable(
                 lambda: execute_two_phase_async(ex, cast(TwoPhaseCommit, func), durable_id, retry=retry)
             )
+        call = cast("Callable[..., Any]", func)  # not a TwoPhaseCommit (is_two_phase above)
         return DurableAwaitable(
-            lambda: ex.execute_async(func, args, kwargs, reconciler=reconciler, durable_id=durable_id, retry=retry)
+            lambda: ex.execute_async(call, args, kwargs, reconciler=reconciler, durable_id=durable_id, retry=retry)
         )
 
     def durable_execute_all_async(self, calls: list[DurableCall]) -> Awaitable[list[Outcome]]:

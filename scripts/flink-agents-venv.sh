@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Creates a separate virtual environment with the real Flink Agents Python API (flink-agents 0.3.1 and
 # apache-flink, about 1.3 GB together) plus this project, so tests/flink_agents and
-# examples/flink_agents_example run against the installed package. The main environment stays free of it:
+# tests/flink_agents run against the installed package. The main environment stays free of it:
 # flink_agents is an optional extra (pytest-durable[flink-agents]).
 #
 # Usage: scripts/flink-agents-venv.sh [VENV_DIR]   (default: .venv-flink-agents at the repository root)

@@ -11,7 +11,10 @@
   (diagrams, checked by their own tests) are not run.
 * ``<!-- doctest: skip reason="..." -->`` skips one block; the reason is required.
 
-Every failure names ``file:line`` of the block's opening fence.
+Every failure names ``file:line`` of the block's opening fence. Run as a script,
+``python doctest_md.py --without-repository FILE...`` runs the files' blocks with nothing of the repository
+importable, each in a fresh temporary directory: how the wheel test runs the docs in a venv with only the
+installed wheel (DOC-7).
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\S*$")
 # The commands the convention names run on this interpreter, whatever PATH holds, with the repository root
 # importable even when the documented line sets PYTHONPATH itself.
 _SHELL_PRELUDE = """\
-_root() { PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$DOCTEST_ROOT" "$@"; }
+_root() { if [ -n "$DOCTEST_ROOT" ]; then PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$DOCTEST_ROOT" "$@"; else "$@"; fi; }
 durable() { _root "$DOCTEST_PYTHON" -c 'import sys; from pytest_durable.cli import main; sys.exit(main())' "$@"; }
 pytest() { _root "$DOCTEST_PYTHON" -m pytest "$@"; }
 python() { _root "$DOCTEST_PYTHON" "$@"; }
@@ -150,8 +153,8 @@ def run_bash(command: str, cwd: Path, env: dict[str, str], timeout: float) -> su
     )
 
 
-def _run_shell(block: Block, cwd: Path) -> None:
-    env = {**os.environ, "DOCTEST_PYTHON": sys.executable, "DOCTEST_ROOT": str(ROOT), "NO_COLOR": "1"}
+def _run_shell(block: Block, cwd: Path, root: Path | None) -> None:
+    env = {**os.environ, "DOCTEST_PYTHON": sys.executable, "DOCTEST_ROOT": str(root or ""), "NO_COLOR": "1"}
     for line, expected in commands(block):
         try:
             done = run_bash(_SHELL_PRELUDE + line, cwd, env, COMMAND_TIMEOUT)
@@ -191,13 +194,15 @@ def _write(block: Block, cwd: Path) -> None:
     (cwd / name).write_text(block.body, encoding="utf-8")
 
 
-def run_file(path: Path, cwd: Path) -> list[str]:
+def run_file(path: Path, cwd: Path, root: Path | None = ROOT) -> list[str]:
     """Run every block of ``path`` in ``cwd`` (the current directory must already be ``cwd``); returns the
-    skip reasons. Modules imported from ``cwd`` are forgotten afterwards so the next file starts clean."""
+    skip reasons. Modules imported from ``cwd`` are forgotten afterwards so the next file starts clean.
+    ``root`` (the repository) is importable by the blocks and their commands; None: nothing of it is."""
     namespace: dict[str, object] = {"__name__": "__doctest__"}
     skipped = []
     before = set(sys.modules)
-    sys.path[:0] = [str(cwd), str(ROOT)]
+    added = [str(cwd)] + ([str(root)] if root is not None else [])
+    sys.path[:0] = added
     try:
         for block in blocks(path):
             if "skip" in block.options:
@@ -207,14 +212,43 @@ def run_file(path: Path, cwd: Path) -> list[str]:
             elif block.lang in PYTHON:
                 _run_python(block, namespace)
             elif block.lang in SHELL:
-                _run_shell(block, cwd)
+                _run_shell(block, cwd, root)
             elif block.lang in PARSED:
                 _parse(block)
     finally:
-        sys.path.remove(str(cwd))
-        sys.path.remove(str(ROOT))
+        for entry in added:
+            sys.path.remove(entry)
         for name in set(sys.modules) - before:
             origin = getattr(sys.modules[name], "__file__", None) or ""
             if origin.startswith(str(cwd)):
                 del sys.modules[name]
     return skipped
+
+
+def main(argv: list[str]) -> int:
+    """``--without-repository FILE...``: run each file's blocks in a fresh temporary directory with nothing
+    of the repository importable; print one line per file; 1 if any failed."""
+    import tempfile
+
+    if not argv or argv[0] != "--without-repository" or len(argv) < 2:
+        print("usage: python doctest_md.py --without-repository FILE...", file=sys.stderr)
+        return 2
+    failed = 0
+    for name in argv[1:]:
+        path = Path(name).resolve()
+        with tempfile.TemporaryDirectory(prefix="doctest-") as tmp:
+            here = os.getcwd()
+            os.chdir(tmp)
+            try:
+                run_file(path, Path(tmp), root=None)
+                print(f"ok {name}")
+            except DocTestError as e:
+                failed += 1
+                print(f"FAILED {name}: {e}")
+            finally:
+                os.chdir(here)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TREES = ("reference_runtime", "conformance", "pytest_durable", "tests", "benchmarks", "scripts", "examples")
+TREES = ("reference_runtime", "conformance", "pytest_durable", "tests", "benchmarks", "scripts")
 # The design documents (numbered seeds, in a seeds folder) and the notes on Flink Agents (a facts file with
 # numbered sections); a Hypothesis "seed 42" is not a citation. Written with escapes so this file does not
 # match itself.

@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "pytest_durable" / "examples"
 
 
 def test_react_agent_keeps_every_tool_effect_exactly_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """TPC-2, REC-5, IDN-6: the example crashes at every fault point; each table ends with one row and the
     payment is committed once."""
-    sys.path.insert(0, str(ROOT / "examples"))
-    try:
-        import react_agent
-    finally:
-        sys.path.pop(0)
+    from pytest_durable.examples import react_agent
+
     assert react_agent.main([str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "0 with duplicated or lost effects" in out
@@ -32,7 +29,7 @@ def _tutorial(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, agent:
     pytester.syspathinsert(str(ROOT))
     package = pytester.mkpydir("buggy_refund")
     for name in ("services.py", "refund_buggy.py", "refund_fixed.py", "test_refund.py"):
-        (package / name).write_text((ROOT / "examples" / "buggy_refund" / name).read_text())
+        (package / name).write_text((EXAMPLES / "buggy_refund" / name).read_text())
     monkeypatch.setenv("REFUND_AGENT", agent)
     return pytester.runpytest_subprocess("--durable-seed", "5", "--durable-max-examples", "30")
 
@@ -64,11 +61,8 @@ def test_tutorial_fixed_agent_is_green(pytester: pytest.Pytester, monkeypatch: p
 def test_refund_example_crashes_between_its_two_calls_and_books_one_refund() -> None:
     """DOC-5, REC-6: the README's agent makes two durable calls, so CrashAt(call_index=1) fires; recovery
     replays the look-up, repeats the refund under the same idempotency key, and one refund is booked."""
-    sys.path.insert(0, str(ROOT))
-    try:
-        from examples import refund
-    finally:
-        sys.path.pop(0)
+    from pytest_durable.examples import refund
+
     refund.PAYMENTS.clear()
     assert refund.main() == 0
     assert list(refund.PAYMENTS.values()) == [("order-7", 30)]

@@ -29,6 +29,10 @@ SUBSET = [
 ]
 
 
+#: What CI runs before the tests (.ci/run: one command a line) and the README names (one line, with &&).
+GATE = "ruff check . && ruff format --check . && mypy"
+
+
 def readme_setup_commands() -> tuple[str, str]:
     """The two shell blocks of the README's "Set up" section: install-and-certify, then the test command."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -48,8 +52,9 @@ def _run(command: str, cwd: Path, env: dict[str, str], timeout: int) -> str:
 
 
 def test_readme_setup_commands_pass_on_a_fresh_clone(tmp_path: Path) -> None:
-    """DOC-3: clone HEAD into an empty directory, make a venv, run the README's first command, then its
-    test command on the vector tests, the examples and the README's blocks."""
+    """DOC-3: clone HEAD into an empty directory, make a venv, run the README's first command, the gate
+    tools CI runs (ruff, mypy: pinned in the dev extra), then the test command on the vector tests, the
+    examples and the README's blocks."""
     if shutil.which("git") is None:
         pytest.fail("git is needed to clone the repository")
     install, test = readme_setup_commands()
@@ -72,6 +77,10 @@ def test_readme_setup_commands_pass_on_a_fresh_clone(tmp_path: Path) -> None:
     assert re.search(r"overall level: (FULL|BASE)", certified), certified[-3000:]
     where = _run("python -c 'import reference_runtime; print(reference_runtime.__file__)'", clone, env, 60)
     assert where.strip().startswith(str(clone)), f"the venv imports another checkout: {where}"
+    # The gate tools come pinned with the dev extra: the README's first command is all they need.
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert GATE in (ROOT / "README.md").read_text(encoding="utf-8") and all(c in ci for c in GATE.split(" && "))
+    _run(GATE, clone, env, timeout=900)
 
     tested = _run(f"{pytest_part} -p no:randomly {' '.join(repr(s) for s in SUBSET)}", clone, env, timeout=900)
     summary = re.search(r"(\d+) passed", tested)

@@ -24,6 +24,8 @@ PUBLIC_PACKAGES = ("reference_runtime.stores",)
 #: ``reference_runtime.config``: the configuration key registry (CFG-1), documented in docs/configuration.md;
 #: the serde's Jackson, Java and tagged-value modules: wire-format building blocks for other implementations
 #: (SER-9, SER-10), documented in docs/wire-format.md.
+#: The example agents the docs use, shipped so the docs run from a wheel (DOC-7); not API, but importable.
+EXAMPLES = "pytest_durable.examples"
 PUBLIC_MODULES = (
     "pytest_durable.strategies",
     "pytest_durable.sweep",  # the sweep engine, for building one's own checks (docs/plugin/reference.md)
@@ -44,7 +46,7 @@ def _docs() -> list[Path]:
 
 
 def _examples() -> list[Path]:
-    return sorted((ROOT / "examples").rglob("*.py"))
+    return sorted((ROOT / "pytest_durable" / "examples").rglob("*.py"))
 
 
 # -- API-1: the roots ---------------------------------------------------------------------------------------
@@ -143,7 +145,7 @@ def import_problems(imports: list[tuple[str, str, list[str]]]) -> list[str]:
             for name in names:
                 if name not in exported and f"{module}.{name}" not in PUBLIC_MODULES:
                     problems.append(f"{where}: {module} does not export {name}")
-        elif module not in PUBLIC_PACKAGES + PUBLIC_MODULES:
+        elif module not in PUBLIC_PACKAGES + PUBLIC_MODULES and not module.startswith(f"{EXAMPLES}."):
             root = module.split(".")[0]
             problems.append(f"{where}: imports from {module}; import {', '.join(names) or 'it'} from {root}")
     return problems

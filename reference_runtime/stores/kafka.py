@@ -33,6 +33,22 @@ from .scheme import InspectedState
 _LOG = logging.getLogger(__name__)
 
 
+#: librdkafka error codes a client recovers from by itself: it reconnects, refetches metadata and retries
+#: (its documentation calls such consumer error events informational). KSTORE-10.
+TRANSIENT_ERRORS = (
+    "_TRANSPORT",
+    "_ALL_BROKERS_DOWN",
+    "_RESOLVE",
+    "_TIMED_OUT",
+    "_UNKNOWN_PARTITION",
+    "_DESTROY_BROKER",
+    "NETWORK_EXCEPTION",
+    "REQUEST_TIMED_OUT",
+    "LEADER_NOT_AVAILABLE",
+    "NOT_LEADER_FOR_PARTITION",
+)
+
+
 class KafkaStore:
     """An :class:`~reference_runtime.stores.base.ActionStateStore` backed by a compacted Kafka topic."""
 
@@ -306,12 +322,30 @@ class KafkaStore:
         out: dict[int, tuple[int, int]] = {}
         for p in range(self._npart):
             tp = self._ck.TopicPartition(self.topic, p)
-            try:
-                low, high = self._consumer.get_watermark_offsets(tp, timeout=self.timeout, cached=False)
-            except Exception as exc:
-                raise self._fail(f"cannot read the end offset of partition {p}", exc) from exc
+            deadline = time.monotonic() + self.timeout
+            while True:
+                try:
+                    low, high = self._consumer.get_watermark_offsets(tp, timeout=self.timeout, cached=False)
+                    break
+                except Exception as exc:
+                    err = exc.args[0] if isinstance(exc, self._ck.KafkaException) and exc.args else None
+                    if not self._transient(err) or time.monotonic() > deadline:
+                        raise self._fail(f"cannot read the end offset of partition {p}", exc) from exc
+                    self._last_error = str(err)  # KSTORE-10: the client reconnects; ask again
+                    time.sleep(0.05)
             out[p] = (int(low), max(int(high), self._ends.get(p, 0)))
         return out
+
+    def _transient(self, err: Any) -> bool:
+        """``err`` is a client error librdkafka recovers from by itself (a dropped or refused connection, a
+        request timed out, partition metadata lost with the connection and not yet refetched): the client
+        reconnects and retries, so it is noted, not fatal; only the caller's no-progress deadline is (KSTORE-10).
+        A fatal error or any other code is a failure at once."""
+        if err is None or not hasattr(err, "code") or err.fatal():
+            return False
+        return err.code() in {
+            getattr(self._ck.KafkaError, n) for n in TRANSIENT_ERRORS if hasattr(self._ck.KafkaError, n)
+        }
 
     def get_recovery_marker(self) -> RecoveryMarker:
         with self._lock:
@@ -354,6 +388,11 @@ class KafkaStore:
                             if p in pending and msg.offset() >= marks[p][1]:
                                 pending.discard(p)
                                 ends[p] = msg.offset()
+                            continue
+                        if self._transient(err):
+                            # An error event the consumer recovers from (KSTORE-10): it reconnects and fetches
+                            # again; the deadline above still bounds a broker that stays away (KSTORE-7).
+                            self._last_error = str(err)
                             continue
                         raise self._fail("replay failed", err)
                     if p not in pending:

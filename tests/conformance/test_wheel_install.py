@@ -11,7 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.wheel import build_wheel
 
 AUTHOR_TEST = textwrap.dedent(
     '''
@@ -78,13 +78,7 @@ AUTHOR_TEST = textwrap.dedent(
 def test_a_backend_author_certifies_a_store_against_the_installed_wheel(tmp_path: Path) -> None:
     """CONF-1, CONF-3: built wheel → fresh venv → one test file outside the repo → core is FULL, the
     undeclared capabilities are skipped with a reason, and the kit is imported from the wheel."""
-    wheels = tmp_path / "wheels"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), "."],
-        cwd=ROOT,
-        check=True,
-    )
-    (wheel,) = wheels.glob("pytest_durable-*.whl")
+    wheel = build_wheel(tmp_path / "wheels")
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)

@@ -390,7 +390,7 @@ def test_sweep_keeps_runtime_log_records_out_of_the_terminal(tmp_path: Path) -> 
     inputs = tmp_path / "refunds.jsonl"
     inputs.write_text(json.dumps({"key": "alice", "input": {"order": "A-1", "amount": 30}}) + "\n")
     done = _durable_subprocess(
-        tmp_path, "sweep", "examples.buggy_refund.refund_buggy:RefundAgent", "--inputs", str(inputs)
+        tmp_path, "sweep", "pytest_durable.examples.buggy_refund.refund_buggy:RefundAgent", "--inputs", str(inputs)
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stdout.startswith("fault point "), done.stdout[:300]
@@ -407,7 +407,9 @@ def test_sweep_matrix_counts_recorded_and_unrecorded_re_runs_apart(
     point is `ok` with 0 recorded re-runs (REC-3) and 1 unrecorded re-run, not one mixed count."""
     inputs = tmp_path / "refunds.jsonl"
     inputs.write_text(json.dumps({"key": "alice", "input": {"order": "A-1", "amount": 30}}) + "\n")
-    code, out, _ = _run(capsys, "sweep", "examples.buggy_refund.refund_fixed:RefundAgent", "--inputs", str(inputs))
+    code, out, _ = _run(
+        capsys, "sweep", "pytest_durable.examples.buggy_refund.refund_fixed:RefundAgent", "--inputs", str(inputs)
+    )
     assert code == 0, out
     header, *rows = out.splitlines()
     assert header.split("  outcome  ")[1].split("  ") == [

@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[2]
 pytest_plugins = ["pytester"]
 sys.path.insert(0, str(ROOT))
 from benchmarks.p9_sweep import Many  # noqa: E402
-from examples.buggy_refund import refund_buggy, refund_fixed, services  # noqa: E402
+from pytest_durable.examples.buggy_refund import refund_buggy, refund_fixed, services  # noqa: E402
 
 sys.path.pop(0)
 
@@ -241,13 +241,13 @@ def test_a_sweep_from_snapshots_reports_what_re_execution_reports(name: str) -> 
 
 
 def test_the_flink_agents_example_gets_the_same_verdict_both_ways() -> None:
-    """PLG-16, FA-1: the unchanged Flink Agents example (examples/flink_agents_example) starts from
+    """PLG-16, FA-1: the unchanged Flink Agents example (tests/flink_agents) starts from
     snapshots with the verdict of re-execution (where flink_agents is installed)."""
     pytest.importorskip("flink_agents")
     sys.path.insert(0, str(ROOT))
     try:
-        from examples.flink_agents_example import helpdesk
-        from examples.flink_agents_example.triage_agent import TriageAgent
+        from tests.flink_agents import helpdesk
+        from tests.flink_agents.triage_agent import TriageAgent
     finally:
         sys.path.pop(0)
 

@@ -122,9 +122,9 @@ def test_safe_only_when_everything_was_checked(monkeypatch: pytest.MonkeyPatch) 
 def _refund_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str], module: str, *effects: str) -> tuple[int, str]:
     inputs = tmp_path / "refunds.jsonl"
     inputs.write_text(json.dumps({"key": "alice", "input": {"order": "A-1", "amount": 30}}))
-    args = ["sweep", f"examples.buggy_refund.{module}:RefundAgent", "--inputs", str(inputs)]
+    args = ["sweep", f"pytest_durable.examples.buggy_refund.{module}:RefundAgent", "--inputs", str(inputs)]
     for effect in effects:
-        args += ["--effect", f"examples.buggy_refund.services:{effect}"]
+        args += ["--effect", f"pytest_durable.examples.buggy_refund.services:{effect}"]
     code = durable(args)
     return code, capsys.readouterr().out
 
@@ -142,7 +142,7 @@ def test_effect_at_param_declares_what_the_provider_deduplicates_on(
     assert code == 1 and " duplicated " in out and out.splitlines()[-1].endswith("UNSAFE")
     code, out = _refund_sweep(tmp_path, capsys, "refund_buggy", *dedup)
     assert code == 1 and out.splitlines()[-1].endswith("UNSAFE")
-    from examples.buggy_refund import services
+    from pytest_durable.examples.buggy_refund import services
 
     assert not hasattr(services.PAYMENTS.refund, "__wrapped__"), "--effect restores the method"
 
@@ -156,11 +156,11 @@ def test_effect_at_an_unknown_param_is_one_line_naming_the_parameters(
     code = durable(
         [
             "sweep",
-            "examples.buggy_refund.refund_fixed:RefundAgent",
+            "pytest_durable.examples.buggy_refund.refund_fixed:RefundAgent",
             "--inputs",
             str(inputs),
             "--effect",
-            "examples.buggy_refund.services:PAYMENTS.refund@request",
+            "pytest_durable.examples.buggy_refund.services:PAYMENTS.refund@request",
         ]
     )
     err = capsys.readouterr().err

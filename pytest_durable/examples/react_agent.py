@@ -10,7 +10,7 @@ Each tool shows one technique:
 * ``ChargeCard`` is a **two-phase commit**: prepare stages a payment row, commit flips it to visible; the
   runtime records prepare before commit and commits exactly once after any crash.
 
-Run ``python examples/react_agent.py [DB]``: it crashes the agent at every fault point in turn, recovers,
+Run ``python -m pytest_durable.examples.react_agent [DB]``: it crashes the agent at every fault point in turn, recovers,
 and prints how many rows each table holds (1 each, every time).
 """
 

@@ -1,5 +1,5 @@
 """A ticket-triage agent written only against the flink_agents API (0.3.1): the module a Flink Agents
-user already has. Nothing in it knows about pytest-durable; test_triage_agent.py crash-tests it as is."""
+user already has. Nothing in it knows about pytest-durable; test_fa_triage.py crash-tests it as is."""
 
 from __future__ import annotations
 

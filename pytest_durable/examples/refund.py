@@ -4,7 +4,7 @@ Call 0 looks the order up, call 1 refunds it. The payment provider (``PAYMENTS``
 refund in a dict) is told the durable call's idempotency key, as a real provider's idempotency header would
 be, so the refund that recovery repeats after a crash between its effect and its record is booked once.
 
-``python examples/refund.py`` crashes the agent right after the refund's effect, recovers, and prints the
+``python -m pytest_durable.examples.refund`` crashes the agent right after the refund's effect, recovers, and prints the
 output and the refunds booked.
 """
 
