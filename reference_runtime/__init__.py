@@ -53,6 +53,7 @@ from .faults import CrashAt, CrashNotReachedError, FaultInjector, FaultPoint, Ph
 from .identity import CallContext, CallId, args_digest, function_id
 from .limits import DecodeLimits, decode_limits, set_decode_limits
 from .memory import MemoryObject, MemoryRef
+from .record_imports import record_imports, set_record_imports
 from .records import ActionRef, ActionState, CallResult, CallStatus, MemoryUpdate, StateRef
 from .retry import Backoff, RetryPolicy
 from .runner import Checkpoint, EmittedOutput, Runner, RunResult, run_agent
@@ -134,6 +135,8 @@ __all__ = [
     "decode_limits",
     "function_id",
     "is_two_phase",
+    "record_imports",
     "run_agent",
     "set_decode_limits",
+    "set_record_imports",
 ]

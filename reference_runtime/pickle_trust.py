@@ -9,7 +9,6 @@ explicit opt-in (``trusted=True`` or ``allowed_classes``), never this module's.
 
 from __future__ import annotations
 
-import builtins
 import copyreg
 import io
 import pickle
@@ -20,6 +19,7 @@ from typing import Any
 from .errors import PayloadDecodeError, PayloadLimitError, UntrustedPayloadError
 from .limits import DecodeLimits, safe_repr
 from .pickle_limits import PickleShape
+from .record_imports import find_named, is_class
 
 SAFE_GLOBALS: frozenset[tuple[str, str]] = frozenset(
     {
@@ -79,23 +79,26 @@ def admitted_exception(module: str, name: str) -> type[Exception] | None:
     that is already imported (resolving it must not import, and so execute, anything new). Only Exception
     subclasses: a SystemExit or KeyboardInterrupt replayed from a record would stop the recovering process
     (spec PAY-6)."""
-    mod = sys.modules.get(module)
-    if mod is not None and "." not in name:
-        obj = getattr(mod, name, None)
-        if isinstance(obj, type) and issubclass(obj, Exception):
-            return obj
-    return None
+    if "." in name:
+        return None
+    obj = _named(module, name)
+    return obj if is_class(obj) and issubclass(obj, Exception) else None
+
+
+def _named(module: str, qualname: str) -> object:
+    """What a payload names, looked up without importing or calling anything (spec EVT-4); None if nothing."""
+    try:
+        return find_named(module, qualname)
+    except (LookupError, ImportError):
+        return None
 
 
 def exception_class(name: str) -> type[BaseException] | None:
     """The exception class a Java-style payload names (``module.qualname``, or a builtin's bare name) among
     the modules already imported; None when there is none."""
     module, _, attr = name.rpartition(".")
-    mod = sys.modules.get(module or "builtins")
-    obj = getattr(mod if module else builtins, attr, None) if mod is not None or not module else None
-    if isinstance(obj, type) and issubclass(obj, BaseException):
-        return obj
-    return None
+    obj = _named(module or "builtins", attr)
+    return obj if is_class(obj) and issubclass(obj, BaseException) else None
 
 
 def _refuse(module: str, name: str) -> UntrustedPayloadError:
