@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import cloudpickle
 
-from .errors import PayloadDecodeError, PayloadLimitError, UntrustedPayloadError
+from .errors import PayloadDecodeError, PayloadLimitError, SignatureError, UntrustedPayloadError
 from .identity import dumps
 from .limits import DecodeLimits, decode_limits, parse_json, safe_repr
 from .pickle_limits import SHAPED, check_shape, may_exceed_shape, scan
@@ -50,8 +50,9 @@ class CloudpickleCodec:
 
     ``hmac_key`` signs payloads on write and refuses unsigned, tampered or moved payloads on read: the
     signature covers the payload and its :class:`RecordBinding` (key, seq, action, call index, function
-    id, args digest, result or exception). ``verify_keys`` are older keys still accepted on read, so keys
-    can be rotated without rewriting the store. Signed payloads are no longer readable by Flink Agents.
+    id, args digest, and the record's status: result, exception or pending). ``verify_keys`` are older keys
+    still accepted on read, so keys can be rotated without rewriting the store. Signed payloads are no
+    longer readable by Flink Agents.
     """
 
     name = "cloudpickle"
@@ -130,6 +131,24 @@ class CloudpickleCodec:
             # An exception carrying unpicklable state is still recorded, as its type and message.
             body = cloudpickle.dumps(RuntimeError(f"{type(exc).__qualname__}: {exc}"))
         return self._seal(body, binding)
+
+    def encode_pending(self, binding: RecordBinding) -> bytes:
+        """With an HMAC key, what a PENDING record carries as its result payload: a signature over nothing
+        but its binding (kind ``"pending"``), so a terminal record rewritten as PENDING does not verify
+        (spec SIG-5)."""
+        if self.hmac_key is None:
+            raise ValueError("only a codec with an hmac_key signs PENDING records")
+        return seal_payload(self.hmac_key, b"", binding)
+
+    def check_pending(self, data: bytes | None, binding: RecordBinding) -> None:
+        """Raise :class:`~reference_runtime.errors.SignatureError` unless ``data`` is the signature
+        :meth:`encode_pending` wrote for ``binding``."""
+        if self.hmac_key is None:
+            return
+        if data is None:
+            raise SignatureError("a PENDING record carries no signature but an HMAC key is configured")
+        if open_payload(data, (self.hmac_key, *self.verify_keys), binding):
+            raise SignatureError("a PENDING record's signature covers a payload")
 
     def decode_exception(self, data: bytes, *, binding: RecordBinding | None = None) -> BaseException:
         value = self._load(data, binding)

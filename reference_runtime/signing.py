@@ -29,7 +29,7 @@ class RecordBinding(NamedTuple):
     call_index: int
     function_id: str
     args_digest: str
-    kind: str  # "result" or "exception"
+    kind: str  # the record's status: "result" (SUCCEEDED), "exception" (FAILED) or "pending" (SIG-5)
 
     def encode(self) -> bytes:
         return json.dumps(list(self), separators=(",", ":"), ensure_ascii=True).encode()

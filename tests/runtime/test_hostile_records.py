@@ -19,9 +19,13 @@ import pytest
 
 from reference_runtime import (
     Agent,
+    CallStatus,
+    CrashAt,
     Event,
+    FaultInjector,
     InputEvent,
     OutputEvent,
+    Phase,
     Runner,
     RunnerContext,
     action,
@@ -47,7 +51,7 @@ from reference_runtime.stores.memory import InMemoryStore
 from reference_runtime.stores.native import decode_state, encode_state
 
 from . import agents
-from .executions import REF, execution
+from .executions import REF, execution, stored
 
 OTHER = StateRef("user-2", 4, ActionRef("work", "m", "A.work", ("_input_event",)), InputEvent("x"), "sk2")
 MB = 1024 * 1024
@@ -512,3 +516,71 @@ def test_class_lookups_run_no_code_of_the_module(monkeypatch: pytest.MonkeyPatch
         CloudpickleCodec().decode_exception(b"\x80\x04\x95\x00\x00\x00\x00\x00\x00\x00\x00clazy_h28\nBoom\n)R.")
     remote = JavaStyleCodec().decode_exception(b'{"exceptionClass":"lazy_h28.Boom","message":"m"}')
     assert type(remote).__name__ == "RemoteCallError"
+
+
+# -- the record's status is signed (SIG-5) -----------------------------------------------------------------
+def refuse(n: int) -> int:
+    raise LookupError(f"no {n}")
+
+
+def test_a_signed_failed_record_replays_its_exception() -> None:
+    """SIG-1: a signed FAILED record replays the recorded exception (not a SignatureError, not a re-run)."""
+    store = InMemoryStore()
+    codec = CloudpickleCodec(hmac_key=KEY)
+    with pytest.raises(LookupError, match="no 3"):
+        execution(store, codec).execute(refuse, (3,), {})
+    [record] = stored(store)
+    assert record.status is CallStatus.FAILED and record.exception_payload is not None
+    replay = execution(store, codec)
+    with pytest.raises(LookupError, match="no 3"):
+        replay.execute(refuse, (3,), {})
+    assert replay.journal[-1].source == "replayed"
+
+
+def test_a_terminal_record_rewritten_as_pending_is_refused() -> None:
+    """SIG-5: a signed SUCCEEDED record changed to PENDING (payload dropped, or kept) used to be accepted, and
+    the call ran again; a PENDING record must carry the signature of its own status."""
+    store = InMemoryStore()
+    codec = CloudpickleCodec(hmac_key=KEY)
+    assert execution(store, codec).execute(agents.step, (1,), {}) == 10
+    [record] = stored(store)
+    for forged in (
+        CallResult.pending(record.function_id, record.args_digest),
+        record._replace(status=CallStatus.PENDING),
+        record._replace(status=CallStatus.FAILED, result_payload=None, exception_payload=record.result_payload),
+    ):
+        store.put(REF, ActionState(task_event=REF.event, call_results=[forged]))
+        with pytest.raises(SignatureError) as info:
+            execution(store, codec).execute(agents.step, (1,), {})
+        assert (info.value.key, info.value.seq, info.value.call_index) == ("user-1", 4, 0)
+
+
+class Reconciled(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def work(event: Event, ctx: RunnerContext) -> None:
+        n = event.attributes["input"]
+        ctx.send_event(OutputEvent(ctx.durable_execute(agents.step, n, reconciler=lambda: n * 100)))
+
+
+def test_signed_pending_records_recover_and_move_nowhere() -> None:
+    """SIG-5: with a key, a PENDING record is written signed: a crash right after it recovers through the
+    reconciler as without signing, and a PENDING signature copied to another call index does not verify."""
+    store = _Refs(InMemoryStore())
+    codec = CloudpickleCodec(hmac_key=KEY)
+    crash = FaultInjector([CrashAt(Phase.AFTER_PENDING)])
+    result = Runner(Reconciled, store, codec=codec, injector=crash).run([("k", 2)])
+    assert result.failovers == 1 and result.outputs == {"k": [200]}
+    ex = execution(InMemoryStore(), codec)
+    ex.reserve([ex.open_slot(0, agents.step, (1,), {}, reserve=False)])
+    [pending] = ex.records
+    assert pending.status is CallStatus.PENDING and pending.result_payload is not None
+    moved = InMemoryStore()
+    moved.put(REF, ActionState(task_event=REF.event, call_results=[CallResult.succeeded("f", "d", None), pending]))
+    other = execution(moved, codec)
+    other.state.call_results[0] = CallResult.pending(pending.function_id, pending.args_digest)
+    with pytest.raises(SignatureError):
+        other.open_slot(0, agents.step, (1,), {})
+    with pytest.raises(SignatureError) as info:
+        execution(moved, codec).open_slot(1, agents.step, (1,), {})
+    assert info.value.call_index == 1
