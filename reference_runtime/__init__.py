@@ -11,6 +11,7 @@ from . import flink_agents_compat  # noqa: F401  (registers the flink_agents eve
 from ._version import __version__ as __version__
 from .agent import Agent, action
 from .batch import BatchTimeoutError, DurableCall
+from .class_lookup import record_imports, set_record_imports
 from .clock import Clock, SystemClock, VirtualClock
 from .codecs import CloudpickleCodec, JavaStyleCodec, PayloadCodec, RemoteCallError
 from .context import RunnerContext
@@ -53,7 +54,6 @@ from .faults import CrashAt, CrashNotReachedError, FaultInjector, FaultPoint, Ph
 from .identity import CallContext, CallId, args_digest, function_id
 from .limits import DecodeLimits, decode_limits, set_decode_limits
 from .memory import MemoryObject, MemoryRef
-from .record_imports import record_imports, set_record_imports
 from .records import ActionRef, ActionState, CallResult, CallStatus, MemoryUpdate, StateRef
 from .retry import Backoff, RetryPolicy
 from .runner import Checkpoint, EmittedOutput, Runner, RunResult, run_agent

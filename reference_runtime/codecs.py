@@ -15,9 +15,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import cloudpickle
 
-from .errors import PayloadDecodeError, PayloadLimitError, SignatureError, UntrustedPayloadError
+from .errors import PayloadDecodeError, PayloadLimitError, SignatureError, UntrustedPayloadError, WriteLimitError
 from .identity import dumps
-from .limits import DecodeLimits, decode_limits, parse_json, safe_repr
+from .limits import DecodeLimits, decode_limits, parse_json, parses_within, safe_repr
 from .pickle_limits import SHAPED, check_shape, may_exceed_shape, scan
 from .pickle_trust import exception_class, load_restricted
 from .signing import SEAL_BYTES, RecordBinding, open_payload, seal_payload
@@ -118,8 +118,26 @@ class CloudpickleCodec:
             check_shape(value, limits)
         return value
 
+    def _readable(self, body: bytes, value: Any, what: str) -> bytes:
+        """``body`` if :meth:`_load` will read it back; otherwise the write is refused now, not after the call
+        ran and recovery needed it (spec LIM-9): a limit with :class:`WriteLimitError`, a global the
+        restricted loader does not admit with :class:`UntrustedPayloadError` (PAY-9)."""
+        limits = self.limits or decode_limits()
+        try:
+            shape = scan(body, limits)
+            if isinstance(value, SHAPED) and may_exceed_shape(body, limits):
+                check_shape(value, limits)
+        except PayloadLimitError as exc:
+            raise WriteLimitError(
+                f"the {what} is refused: recovery could not read it back ({exc}); return something smaller, "
+                "or raise the limit for writer and reader alike (CloudpickleCodec(limits=...), set_decode_limits)"
+            ) from None
+        if shape.globals and not self.trusted:
+            load_restricted(body, shape, self.allowed_classes, limits)
+        return body
+
     def encode_result(self, value: Any, *, binding: RecordBinding | None = None) -> bytes:
-        return self._seal(dumps(value), binding)
+        return self._seal(self._readable(dumps(value), value, "result payload"), binding)
 
     def decode_result(self, data: bytes, *, binding: RecordBinding | None = None) -> Any:
         return self._load(data, binding)
@@ -129,8 +147,9 @@ class CloudpickleCodec:
             body = cloudpickle.dumps(exc)
         except Exception:
             # An exception carrying unpicklable state is still recorded, as its type and message.
-            body = cloudpickle.dumps(RuntimeError(f"{type(exc).__qualname__}: {exc}"))
-        return self._seal(body, binding)
+            exc = RuntimeError(f"{type(exc).__qualname__}: {exc}")
+            body = cloudpickle.dumps(exc)
+        return self._seal(self._readable(body, exc, "exception payload"), binding)
 
     def encode_pending(self, binding: RecordBinding) -> bytes:
         """With an HMAC key, what a PENDING record carries as its result payload: a signature over nothing
@@ -183,9 +202,24 @@ class JavaStyleCodec:
 
     def encode_result(self, value: Any) -> bytes:
         try:
-            return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+            data = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
         except (TypeError, ValueError, RecursionError) as exc:
             raise TypeError(f"the java codec stores JSON results only: {safe_repr(str(exc), 200)}") from exc
+        return self._readable(data, "result payload")
+
+    def _readable(self, data: bytes, what: str) -> bytes:
+        """``data`` if the reader's own parse accepts it under the limits (spec LIM-9), else WriteLimitError."""
+        limits = self.limits or decode_limits()
+        if not parses_within(data, limits):
+            try:
+                parse_json(data, limits, _payload_failure, what)
+            except PayloadDecodeError as exc:
+                raise WriteLimitError(
+                    f"the {what} is refused: recovery could not read it back ({exc}); return something "
+                    "smaller, or raise the limit for writer and reader alike (JavaStyleCodec(limits=...), "
+                    "set_decode_limits)"
+                ) from None
+        return data
 
     def _parse(self, data: bytes, what: str) -> Any:
         if not isinstance(data, bytes | bytearray | memoryview):
@@ -200,7 +234,8 @@ class JavaStyleCodec:
         cls = type(exc)
         fqcn = cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
         message = str(exc) if exc.args else None
-        return json.dumps({"exceptionClass": fqcn, "message": message}, separators=(",", ":")).encode()
+        data = json.dumps({"exceptionClass": fqcn, "message": message}, separators=(",", ":")).encode()
+        return self._readable(data, "exception payload")
 
     def decode_exception(self, data: bytes) -> BaseException:
         obj = self._parse(data, "exception payload")

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from .record_imports import find_named, is_class
+from .class_lookup import find_named, is_class
 
 #: Java class name written as ``@class`` for events produced by Python agents.
 BASE_EVENT_CLASS = "org.apache.flink.agents.api.Event"

@@ -21,15 +21,21 @@ _LINES: dict[int, int] = {op: 1 for op in b"ILFSVpgP"}
 _LINES.update({op: 2 for op in b"ci"})
 _LONG_BINARY = frozenset(b"\x8a\x8b")
 _LONG_TEXT = frozenset(b"IL")
+# Opcodes whose argument becomes a str (UTF-8, or a Python 2 string): up to 4 bytes per byte of argument
+# when one character is outside Latin-1, one when it is all ASCII.
+_TEXT_ARGS = frozenset(b"XTU\x8c\x8d")
+_NON_ASCII = re.compile(b"[\x80-\xff]")
 # What one byte of pickle may cost once loaded, at most: an empty container object (56 bytes) plus its
 # stack or memo slot for a one-byte opcode.
 _PER_BYTE = 96
+# What building one object costs besides its data (object header, stack slot).
+_PER_OBJECT = 128
 # Runs of opcodes that cannot allocate beyond their own bytes, consumed at C speed: no argument, or a
-# fixed-size one. LONG_BINPUT (r), PUT (p), STOP (.), BUILD (b) and the opcodes that name a global
-# (GLOBAL c, INST i, STACK_GLOBAL, EXT1/2/4) are left to the Python loop below, which notes them.
+# fixed-size one. LONG_BINPUT (r), PUT (p), STOP (.), BUILD (b), FRAME (the pure-Python loader copies the
+# frame) and the opcodes that name a global (GLOBAL c, INST i, STACK_GLOBAL, EXT1/2/4) are left to the
+# Python loop below, which notes them.
 _SIMPLE_RUN = re.compile(
-    b"(?:[(012N}a\\]delR)stu\x81\x85\x86\x87\x88\x89\x8f\x90\x91\x92\x94\x97\x98oQ]"
-    b"|[Khq\x80].|M..|[Jj]....|[G\x95].{8})*",
+    b"(?:[(012N}a\\]delR)stu\x81\x85\x86\x87\x88\x89\x8f\x90\x91\x92\x94\x97\x98oQ]|[Khq\x80].|M..|[Jj]....|G.{8})*",
     re.DOTALL,
 )
 _EXT = {0x82: 1, 0x83: 2, 0x84: 4}
@@ -45,24 +51,31 @@ class PickleShape(NamedTuple):
 def scan(body: bytes, limits: DecodeLimits) -> PickleShape:
     """Walk the opcodes of a pickle without building anything and refuse what would allocate beyond
     ``limits``: memo indexes no pickler produces (``LONG_BINPUT 100000000`` makes the C loader allocate
-    1.5 GB for its memo table), oversized integers, and payloads whose objects exceed the memory budget."""
+    1.5 GB for its memo table), oversized integers, and payloads whose objects may exceed the memory budget.
+
+    The budget is counted per opcode: 96 bytes per byte of argument-less or fixed-size opcodes (an empty
+    list and its slot), and for an opcode carrying data its size twice (the loader's copy and the object;
+    four times plus one for text with a character beyond ASCII), so a 10 MB string costs what it costs, and
+    a pickle of 100 000 empty lists what that costs."""
     end = len(body)
     if end > limits.max_payload_bytes:
         raise PayloadLimitError(f"payload of {end} bytes exceeds max_payload_bytes={limits.max_payload_bytes}")
-    if end * _PER_BYTE > limits.max_memory_bytes:
-        raise PayloadLimitError(
-            f"payload of {end} bytes may use more than max_memory_bytes={limits.max_memory_bytes} once loaded"
-        )
+    budget = limits.max_memory_bytes
     max_long_bytes = limits.max_int_digits * 10 // 24 + 1  # 2.4 decimal digits per byte
     match = _SIMPLE_RUN.match
+    non_ascii = _NON_ASCII.search
+    cost = end  # the pure-Python loader reads from a copy
     i = 0
     names_global = build = False
     while True:
+        start = i
         i = match(body, i).end()  # type: ignore[union-attr]  # the pattern matches the empty string
-        if i >= end:
+        cost += (i - start) * _PER_BYTE
+        if cost > budget or i >= end:
             break
         op = body[i]
         i += 1
+        cost += _PER_BYTE
         if op == 0x2E:  # STOP
             return PickleShape(names_global, build)
         if op == 0x62:  # BUILD
@@ -72,6 +85,9 @@ def scan(body: bytes, limits: DecodeLimits) -> PickleShape:
         elif op in _EXT:
             names_global = True
             i += _EXT[op]
+        elif op == 0x95:  # FRAME: the pure-Python loader reads the frame into a buffer of its own
+            cost += int.from_bytes(body[i : i + 8], "little")
+            i += 8
         elif op == 0x72:  # LONG_BINPUT: a memo index beyond the payload's length is no pickler's output
             if i + 4 > end or int.from_bytes(body[i : i + 4], "little") > end:
                 raise PayloadLimitError(f"memo index at byte {i - 1} is out of range")
@@ -82,7 +98,10 @@ def scan(body: bytes, limits: DecodeLimits) -> PickleShape:
                 raise PayloadDecodeError(f"length {size} at byte {i - 1} runs past the payload")
             if op in _LONG_BINARY and size > max_long_bytes:
                 raise PayloadLimitError(f"integer at byte {i - 1} exceeds max_int_digits={limits.max_int_digits}")
-            i += n + size
+            i += n
+            wide = op in _TEXT_ARGS and non_ascii(body, i, i + size) is not None
+            cost += size * (5 if wide else 2) + _PER_OBJECT
+            i += size
         elif (n := _LINES.get(op)) is not None:
             at = i
             for _ in range(n):
@@ -90,6 +109,7 @@ def scan(body: bytes, limits: DecodeLimits) -> PickleShape:
                 if nl < 0:
                     raise PayloadDecodeError(f"unterminated argument at byte {at - 1}")
                 i = nl + 1
+            cost += (i - at) * 5 + _PER_OBJECT
             names_global = names_global or op in (0x63, 0x69)  # GLOBAL, INST
             if op in _LONG_TEXT and i - at > limits.max_int_digits + 2:
                 raise PayloadLimitError(f"integer at byte {at - 1} exceeds max_int_digits={limits.max_int_digits}")
@@ -99,6 +119,8 @@ def scan(body: bytes, limits: DecodeLimits) -> PickleShape:
                     raise PayloadLimitError(f"memo index at byte {at - 1} is out of range")
         else:
             raise PayloadDecodeError(f"unknown or truncated pickle opcode 0x{op:02x} at byte {i - 1}")
+    if cost > budget:
+        raise PayloadLimitError(f"payload of {end} bytes may use more than max_memory_bytes={budget} once loaded")
     raise PayloadDecodeError("pickle data was truncated (no STOP opcode)")
 
 

@@ -16,10 +16,10 @@ import sys
 import types
 from typing import Any
 
+from .class_lookup import find_named, is_class
 from .errors import PayloadDecodeError, PayloadLimitError, UntrustedPayloadError
 from .limits import DecodeLimits, safe_repr
 from .pickle_limits import PickleShape
-from .record_imports import find_named, is_class
 
 SAFE_GLOBALS: frozenset[tuple[str, str]] = frozenset(
     {

@@ -50,7 +50,7 @@ class InMemoryStore:
             self.bytes_written += sum(len(c) for c in chunks)
 
     def put(self, ref: StateRef, state: ActionState) -> None:
-        header = encode_state(state)
+        header = encode_state(state, ref=ref)
         calls = list(state.call_results)
         with self._lock:
             self._entries[ref.state_key] = _Entry(ref.key, ref.seq, ref.action.name, header, calls)

@@ -42,6 +42,7 @@ from reference_runtime.errors import (
     RecordLimitError,
     SignatureError,
     UntrustedPayloadError,
+    WriteLimitError,
 )
 from reference_runtime.identity import args_digest, function_id
 from reference_runtime.limits import DecodeLimits, decode_limits, safe_repr, set_decode_limits
@@ -141,10 +142,13 @@ def test_deep_pickled_value_is_refused_by_depth_limit() -> None:
     value: Any = []
     for _ in range(300):
         value = [value]
-    data = CloudpickleCodec().encode_result(value)
+    data = pickle.dumps(value, protocol=5)
     with pytest.raises(PayloadLimitError, match="max_depth"):
         CloudpickleCodec().decode_result(data)
     assert CloudpickleCodec(limits=DecodeLimits(max_depth=400)).decode_result(data) == value
+    # LIM-9: the codec does not write what it would refuse to read.
+    with pytest.raises(WriteLimitError, match="max_depth=200"):
+        CloudpickleCodec().encode_result(value)
 
 
 # -- process exits and class state ----------------------------------------------------------------
