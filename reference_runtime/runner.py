@@ -241,6 +241,9 @@ class Runner:
         self.failovers = 0
         self.crashes: list[FaultPoint] = []
         self.checkpoints: list[Checkpoint] = []
+        #: The store's recovery marker taken before this runner's first write: what a failover before the
+        #: first checkpoint rebuilds from, so a store that lost data is caught from the first write (FAIL-6).
+        self._start_markers: list[RecoveryMarker] | None = None
         self._reset_to(None)
 
     # -- state ---------------------------------------------------------------------------------------
@@ -332,7 +335,7 @@ class Runner:
             self.store.close()
             self.store = self.reopen_store()
         self._reset_to(cp)
-        self.store.rebuild_state(cp.markers if cp is not None else [])
+        self.store.rebuild_state(cp.markers if cp is not None else self._start_markers or [])
 
     def result(self) -> RunResult:
         cp = self.checkpoints[-1] if self.checkpoints else None
@@ -354,6 +357,8 @@ class Runner:
         self._owner = threading.get_ident()
         # Every store access of the run goes through the gate: the first store failure stops it (FAIL-1).
         self._store = FailFastStore(self.store)
+        if self._start_markers is None and not self.checkpoints:
+            self._start_markers = [self._store.get_recovery_marker()]
         while self._offset < len(self.inputs):
             end = len(self.inputs)
             if self.checkpoint_every is not None:
