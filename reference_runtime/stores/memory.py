@@ -33,6 +33,8 @@ class InMemoryStore:
     """An :class:`~reference_runtime.stores.base.ActionStateStore` in a dict."""
 
     url = "memory:"
+    #: Its data ends with the process: no later process can need it, so the runner prunes it (RUN-18).
+    outlives_process = False
 
     def __init__(self, *, count_bytes: bool = False) -> None:
         #: Measure what a delta-writing store would persist (benchmark P3); off by default, it costs.

@@ -307,3 +307,95 @@ def test_a_broker_restarted_empty_mid_run_stops_the_run(kafka_child: Callable[[s
         done.stdout + done.stderr[-2000:]
     )
     assert int(words[-1]) < len(INPUTS), "the run wrote every input to the emptied broker"
+
+
+# -- a store used across real process restarts keeps what the next process needs (RUN-18) ---------------
+PRUNE_CHILD = """
+import os, signal, sys
+from pathlib import Path
+from reference_runtime import Agent, InputEvent, OutputEvent, Runner, action
+from reference_runtime.stores.forwarding import ForwardingStore
+from reference_runtime.stores.sqlite import SqliteStore
+
+db, effects, kill = sys.argv[1], Path(sys.argv[2]), sys.argv[3] == "kill"
+INPUTS = [(f"k{i % 8}", i) for i in range(40)]
+
+
+def step(key, n):
+    with effects.open("a") as f:
+        f.write(f"{key} {n}\\n")
+    return n
+
+
+class Steps(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def work(event, ctx):
+        ctx.send_event(OutputEvent(ctx.durable_execute(step, ctx.key, event.attributes["input"])))
+
+
+class KilledInPrune(ForwardingStore):
+    def prune_state(self, key, seq):
+        super().prune_state(key, seq)
+        os.kill(os.getpid(), signal.SIGKILL)  # the end-of-run prune, cut short
+
+
+store = SqliteStore(db)
+Runner(Steps, KilledInPrune(store) if kill else store).run(INPUTS)
+if kill:
+    os.kill(os.getpid(), signal.SIGKILL)  # killed as the run ends, before the caller saw its result
+print("done")
+"""
+
+
+def test_a_process_killed_at_the_end_of_its_run_leaves_what_the_next_needs(tmp_path: Path) -> None:
+    """RUN-18: SIGKILL during the end-of-run prune, then a fresh process re-feeding the same inputs, re-ran
+    the calls of every key already pruned (5 480 over 113 kills in issue 28): the prune relied on a checkpoint
+    that only existed in memory. A store whose data outlives the process is not pruned by default, so the
+    fresh process replays every call."""
+    db, effects = tmp_path / "state.db", tmp_path / "effects.txt"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def child(mode: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", PRUNE_CHILD, str(db), str(effects), mode],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+
+    killed = child("kill")
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr[-2000:]
+    first = effects.read_text().splitlines()
+    assert len(first) == len(INPUTS)
+    again = child("again")
+    assert again.returncode == 0 and again.stdout.strip() == "done", again.stderr[-2000:]
+    assert effects.read_text().splitlines() == first, "the fresh process ran recorded calls again"
+
+
+def test_which_stores_a_checkpoint_prunes(tmp_path: Path) -> None:
+    """RUN-18, RUN-8: by default a checkpoint prunes only a store whose data ends with the process (through
+    wrappers too); prune=True prunes any store, prune=False none; anything else is a ConfigError."""
+    from reference_runtime import ConfigError
+    from reference_runtime.stores.forwarding import ForwardingStore
+    from reference_runtime.stores.memory import InMemoryStore
+    from reference_runtime.stores.sqlite import SqliteStore
+
+    def left(store: Any, **options: Any) -> int:
+        Runner(Steps, store, **options).run([("a", 1), ("b", 2), ("a", 3)])
+        inner: Any = store.inner if isinstance(store, ForwardingStore) else store
+        if isinstance(inner, InMemoryStore):
+            return len(inner)
+        (count,) = inner._conn.execute("SELECT COUNT(*) FROM action_states").fetchone()
+        return int(count)
+
+    assert left(InMemoryStore()) == 0
+    assert left(ForwardingStore(InMemoryStore())) == 0
+    assert left(InMemoryStore(), prune=False) == 3
+    assert left(SqliteStore(tmp_path / "a.db")) == 3
+    assert left(SqliteStore(tmp_path / "b.db"), prune=True) == 0
+    with pytest.raises(ConfigError, match="prune="):
+        Runner(Steps, prune="yes")  # type: ignore[arg-type]
