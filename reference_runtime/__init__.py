@@ -40,6 +40,7 @@ from .errors import (
     UnsupportedFeatureError,
     UntrustedPayloadError,
     WireFormatError,
+    WriteLimitError,
 )
 from .events import (
     ChatRequestEvent,
@@ -129,6 +130,7 @@ __all__ = [
     "UntrustedPayloadError",
     "VirtualClock",
     "WireFormatError",
+    "WriteLimitError",
     "action",
     "args_digest",
     "current_call",

@@ -4,10 +4,12 @@ store object is kept), but not the process. Records are kept encoded so nothing 
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..errors import Location, StoreError
+from ..errors import Location, StoreDataLostError, StoreError
+from ..limits import safe_repr
 from ..records import ActionState, CallResult, StateRef
 from .base import RecoveryMarker
 from .keyindex import KeyIndex
@@ -44,6 +46,8 @@ class InMemoryStore:
         self._by_key = KeyIndex()
         self._lock = threading.Lock()
         self._writes = 0
+        #: Names this store's data: a recovery marker of other data does not carry it (FAIL-6).
+        self._epoch = uuid.uuid4().hex
         self.bytes_written = 0
 
     def _count(self, *chunks: bytes) -> None:
@@ -105,11 +109,17 @@ class InMemoryStore:
 
     def get_recovery_marker(self) -> RecoveryMarker:
         with self._lock:
-            return {"writes": self._writes}
+            return {"writes": self._writes, "epoch": self._epoch}
 
     def rebuild_state(self, markers: Sequence[RecoveryMarker]) -> None:
-        # Everything put since any marker is still in the dict.
-        return None
+        # Everything put since any marker is still in the dict, if the markers were taken on it (FAIL-6).
+        for marker in markers:
+            epoch = marker.get("epoch", self._epoch) if isinstance(marker, dict) else None
+            if epoch != self._epoch or marker.get("writes", 0) > self._writes:
+                raise StoreDataLostError(
+                    f"memory store: recovery marker {safe_repr(marker)} was taken on data this store does not hold "
+                    "(another store object's); recovering from it would run completed durable calls again"
+                )
 
     def close(self) -> None:
         return None
