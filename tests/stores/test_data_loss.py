@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,84 +19,27 @@ from typing import Any
 import pytest
 
 from reference_runtime import (
-    Agent,
     CrashAt,
-    Event,
     FaultInjector,
-    InputEvent,
-    OutputEvent,
     Phase,
     Runner,
-    RunnerContext,
-    action,
 )
 from reference_runtime.errors import CorruptRecordError, StoreDataLostError, StoreError, StoreFailedError
 from reference_runtime.stores.redis import RedisStore
 
-from .redis_server import free_port
+from .redis_server import PrivateRedis
+from .test_dead_servers import HOOK, RAN, Steps
 
 ROOT = Path(__file__).resolve().parents[2]
-RAN: list[tuple[str, int]] = []
-HOOK: list[tuple[int, Callable[[], None]]] = []
-
-
-def step(key: str, n: int) -> int:
-    RAN.append((key, n))
-    if HOOK and len(RAN) == HOOK[0][0]:
-        HOOK.pop(0)[1]()
-    return n
-
-
-class Steps(Agent):
-    @action(InputEvent)
-    @staticmethod
-    def work(event: Event, ctx: RunnerContext) -> None:
-        ctx.send_event(OutputEvent(ctx.durable_execute(step, ctx.key, event.attributes["input"])))
-
-
 INPUTS = [(f"k{i % 8}", i) for i in range(40)]
-
-
-class PrivateRedis:
-    """A redis-server of this test's own, without persistence, that can be restarted (empty) on its port."""
-
-    def __init__(self) -> None:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            pytest.skip("redis-server is not installed")
-        self.binary = binary
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.proc = self._start()
-
-    def _start(self) -> subprocess.Popen[bytes]:
-        proc = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        for _ in range(200):
-            try:
-                RedisStore.from_url(self.url, timeout=0.2).close()
-                return proc
-            except StoreError:
-                time.sleep(0.05)
-        raise RuntimeError(f"redis-server did not start on port {self.port}")
-
-    def restart(self) -> None:
-        """What a restart without persistence does: everything in the server is gone."""
-        self.stop()
-        self.proc = self._start()
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
 
 
 @pytest.fixture
 def redis_server() -> Iterator[PrivateRedis]:
-    server = PrivateRedis()
+    try:
+        server = PrivateRedis()
+    except LookupError as exc:
+        pytest.skip(str(exc))
     try:
         yield server
     finally:
@@ -133,11 +74,11 @@ def test_redis_restarted_mid_run_stops_the_run_at_the_next_write(redis_server: P
     writing into the emptied server (and reading misses where its records were)."""
     RAN.clear()
     store = RedisStore.from_url(redis_server.url, namespace=uuid.uuid4().hex)
-    HOOK[:] = [(12, redis_server.restart)]
+    HOOK[:] = [redis_server.restart]  # during the call of input 3
     with pytest.raises(StoreFailedError) as info:
         Runner(Steps, store).run(INPUTS)
     assert isinstance(info.value.cause, StoreDataLostError)
-    assert len(RAN) == 12, "the run went on after the server lost its data"
+    assert RAN[-1] == ("k3", 3), "the run went on after the server lost its data"
     assert not RedisStore.from_url(redis_server.url, namespace=store.namespace).client.keys(
         f"{store.namespace}:state:*"
     )
@@ -190,7 +131,8 @@ from reference_runtime import Runner, CrashAt, FaultInjector, Phase
 from reference_runtime.stores.kafka import KafkaStore
 from reference_runtime.stores.kafka_topics import delete_topics
 from tests.stores.tansu import start_tansu
-from tests.stores.test_data_loss import HOOK, INPUTS, RAN, Steps
+from tests.stores.test_data_loss import INPUTS
+from tests.stores.test_dead_servers import HOOK, RAN, Steps
 
 mode = sys.argv[1]
 brokers = [start_tansu()]
@@ -237,7 +179,7 @@ try:
             brokers[-1][1]()
             brokers.append(start_tansu(port))
 
-        HOOK.append((12, restart))
+        HOOK.append(restart)  # during the call of input 3
         try:
             Runner(Steps, store).run(INPUTS)
             print("finished ran", len(RAN))
