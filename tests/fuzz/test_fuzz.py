@@ -7,6 +7,7 @@ store and of both Kafka formats) and prints its figures (spec LIM-8, LIM-10)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -73,7 +74,7 @@ class _StoreReader:
         self.kind = kind
         self.store: Any = None
 
-    def _open(self) -> Any:
+    def open(self) -> Any:
         if self.store is None:
             if self.kind == "redis":
                 import fakeredis
@@ -91,7 +92,7 @@ class _StoreReader:
 
     def __call__(self, data: tuple[bytes, bytes]) -> Any:
         header, call = data
-        store = self._open()
+        store = self.open()
         store.put(REF, ActionState())
         if self.kind == "redis":
             store.client.hset(f"fuzz:state:{REF.state_key}", "header", header)
@@ -102,13 +103,18 @@ class _StoreReader:
         return store.get(REF)
 
 
-def _redis_bookkeeping(data: bytes) -> Any:
-    """The Redis store's epoch and write counter as a server that another program wrote to holds them."""
+@functools.cache
+def _fake_redis() -> Any:
     import fakeredis
 
+    return fakeredis.FakeRedis()  # one server for every input: starting its Lua runtime takes a while
+
+
+def _redis_bookkeeping(data: bytes) -> Any:
+    """The Redis store's epoch and write counter as a server that another program wrote to holds them."""
     from reference_runtime.stores.redis import RedisStore
 
-    client = fakeredis.FakeRedis()
+    client = _fake_redis()
     client.set("fuzz:epoch", data[: len(data) // 2])
     client.set("fuzz:writes", data[len(data) // 2 :])
     store = RedisStore(client, namespace="fuzz")
@@ -165,6 +171,7 @@ def _targets() -> dict[str, tuple[Target, st.SearchStrategy[Any]]]:
     headers, calls, frames = seeds.native()
     java = seeds.java_records()
     located = (CorruptRecordError,)
+    redis_reader, sqlite_reader = _StoreReader("redis"), _StoreReader("sqlite")
     return {
         "native_state": (
             Target(lambda b: decode_state(b, LOC), located, located=True),
@@ -207,18 +214,18 @@ def _targets() -> dict[str, tuple[Target, st.SearchStrategy[Any]]]:
             mutated(seeds.java_payloads()) | spliced(seeds.java_payloads()) | spliced(java),
         ),
         "redis_get": (
-            Target(_StoreReader("redis"), located, located=True),
+            Target(redis_reader, located, located=True, setup=redis_reader.open),
             st.tuples(
                 mutated(headers) | spliced(headers) | st.sampled_from(headers), mutated(calls) | st.sampled_from(calls)
             ),
         ),
         "sqlite_get": (
-            Target(_StoreReader("sqlite"), located, located=True),
+            Target(sqlite_reader, located, located=True, setup=sqlite_reader.open),
             st.tuples(
                 mutated(headers) | spliced(headers) | st.sampled_from(headers), mutated(calls) | st.sampled_from(calls)
             ),
         ),
-        "redis_bookkeeping": (Target(_redis_bookkeeping, (StoreError,)), st.binary(max_size=80)),
+        "redis_bookkeeping": (Target(_redis_bookkeeping, (StoreError,), setup=_fake_redis), st.binary(max_size=80)),
         "kafka_replay": (
             Target(_kafka_replay, located, located=True),
             st.tuples(
@@ -287,6 +294,8 @@ SLOW_EXAMPLES = {"api_values": 3_000}
 
 def _fuzz(name: str, examples: int) -> Meter:
     target, strategy = TARGETS[name]
+    if target.setup is not None:
+        target.setup()
     with metered(name) as meter:
 
         @settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck), database=None)
@@ -313,6 +322,8 @@ def test_fuzz_slow(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     mutator, figures printed for the record."""
     examples = SLOW_EXAMPLES.get(name, 5_500)
     target = TARGETS[name][0]
+    if target.setup is not None:
+        target.setup()
     make = _slow_inputs(Mutator(seed=sorted(TARGETS).index(name)))[name]
     with metered(name) as meter:
         for _ in range(examples):
