@@ -77,6 +77,8 @@ class CloudpickleCodec:
         if self.verify_keys and hmac_key is None:
             raise ValueError("verify_keys need an hmac_key to sign new payloads with")
         self.limits = limits
+        self._sized_for: DecodeLimits | None = None
+        self._scalar_max = 0
 
     @property
     def binds_records(self) -> bool:
@@ -137,7 +139,15 @@ class CloudpickleCodec:
         return body
 
     def encode_result(self, value: Any, *, binding: RecordBinding | None = None) -> bytes:
-        return self._seal(self._readable(dumps(value), value, "result payload"), binding)
+        body = dumps(value)
+        # A scalar pickles as one opcode with its data and no global: what the reader can refuse of it is its
+        # size, read off its length; the common result skips the scan (benchmark P4).
+        limits = self.limits or decode_limits()
+        if limits is not self._sized_for:
+            self._sized_for, self._scalar_max = limits, _scalar_bound(limits)
+        if type(value) not in _SCALARS or len(body) > self._scalar_max:
+            self._readable(body, value, "result payload")
+        return self._seal(body, binding)
 
     def decode_result(self, data: bytes, *, binding: RecordBinding | None = None) -> Any:
         return self._load(data, binding)
@@ -179,6 +189,17 @@ class CloudpickleCodec:
                 "only Exception subclasses are replayed"
             )
         return value
+
+
+#: Results pickled as one opcode with their data and no global (PAY-3): what the reader can refuse of them
+#: is their size, and an integer its digits, both read off the pickle's length by :func:`_scalar_bound`.
+_SCALARS = frozenset({int, float, str, bytes, bool, type(None)})
+
+
+def _scalar_bound(limits: DecodeLimits) -> int:
+    """The longest pickle of a scalar the reader cannot refuse under ``limits``: within the payload size, an
+    integer's digits, and the memory its one object costs (five times its text, and a frame's copy)."""
+    return min(limits.max_payload_bytes, limits.max_int_digits * 10 // 24, limits.max_memory_bytes // 8)
 
 
 class RemoteCallError(Exception):

@@ -28,8 +28,10 @@ _NON_ASCII = re.compile(b"[\x80-\xff]")
 # What one byte of pickle may cost once loaded, at most: an empty container object (56 bytes) plus its
 # stack or memo slot for a one-byte opcode.
 _PER_BYTE = 96
-# What building one object costs besides its data (object header, stack slot).
-_PER_OBJECT = 128
+# What building one object costs besides its data (object header, stack slot), and what a short text may
+# cost besides it, characters beyond ASCII included.
+_SHORT = 64
+_PER_OBJECT = 128 + 3 * _SHORT
 # Runs of opcodes that cannot allocate beyond their own bytes, consumed at C speed: no argument, or a
 # fixed-size one. LONG_BINPUT (r), PUT (p), STOP (.), BUILD (b), FRAME (the pure-Python loader copies the
 # frame) and the opcodes that name a global (GLOBAL c, INST i, STACK_GLOBAL, EXT1/2/4) are left to the
@@ -99,8 +101,11 @@ def scan(body: bytes, limits: DecodeLimits) -> PickleShape:
             if op in _LONG_BINARY and size > max_long_bytes:
                 raise PayloadLimitError(f"integer at byte {i - 1} exceeds max_int_digits={limits.max_int_digits}")
             i += n
-            wide = op in _TEXT_ARGS and non_ascii(body, i, i + size) is not None
-            cost += size * (5 if wide else 2) + _PER_OBJECT
+            cost += size * 2 + _PER_OBJECT
+            # Text beyond ASCII may take 4 bytes a character: counted for a long text only (a short one
+            # costs little either way, and the search would cost every payload).
+            if size > _SHORT and op in _TEXT_ARGS and non_ascii(body, i, i + size) is not None:
+                cost += size * 3
             i += size
         elif (n := _LINES.get(op)) is not None:
             at = i
@@ -162,5 +167,8 @@ _NESTING_OPCODES = (b"(", b"]", b"}", b")", b"\x8f", b"\x85", b"\x86", b"\x87")
 
 
 def may_exceed_shape(body: bytes, limits: DecodeLimits) -> bool:
-    """Whether a loaded value of this pickle may break ``max_depth`` or ``max_container_len`` at all."""
+    """Whether a loaded value of this pickle may break ``max_depth`` or ``max_container_len`` at all: not
+    when it is shorter than both (a level or an item takes a byte at least)."""
+    if len(body) <= limits.max_depth and len(body) <= limits.max_container_len:
+        return False
     return len(body) > limits.max_container_len or sum(map(body.count, _NESTING_OPCODES)) > limits.max_depth

@@ -3,8 +3,8 @@ store object is kept), but not the process. Records are kept encoded so nothing 
 
 from __future__ import annotations
 
+import itertools
 import threading
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -27,6 +27,9 @@ class _Entry:
     calls: list[CallResult] = field(default_factory=list)
 
 
+_EPOCHS = itertools.count(1)
+
+
 def _loc(ref: StateRef, index: int | None = None) -> Location:
     return Location(ref.key, ref.seq, ref.action.name, index)
 
@@ -46,8 +49,9 @@ class InMemoryStore:
         self._by_key = KeyIndex()
         self._lock = threading.Lock()
         self._writes = 0
-        #: Names this store's data: a recovery marker of other data does not carry it (FAIL-6).
-        self._epoch = uuid.uuid4().hex
+        #: Names this store's data: a recovery marker of other data does not carry it (FAIL-6). The data
+        #: lives in this process only, so a number unique in it is enough.
+        self._epoch = next(_EPOCHS)
         self.bytes_written = 0
 
     def _count(self, *chunks: bytes) -> None:
