@@ -371,7 +371,7 @@ def require_path(parsed: StoreUrl) -> str:
 
 
 def _open_read_only(file: Path, path: str) -> sqlite3.Connection:
-    """A read-only connection to the database ``file``, on read-only media too (spec INS-5, INS-8).
+    """A read-only connection to the database ``file``, on read-only media too (spec INS-5, INS-9).
 
     A WAL database is opened with its shared-memory file, which SQLite creates if it is missing: on a
     read-only directory that fails ("unable to open database file") though nothing needs writing. Without a

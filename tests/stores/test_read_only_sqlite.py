@@ -1,4 +1,4 @@
-"""``durable inspect`` reads a WAL SQLite store on read-only media (spec INS-8): the read-only open no longer
+"""``durable inspect`` reads a WAL SQLite store on read-only media (spec INS-9): the read-only open no longer
 needs to create the shared-memory file. Read-only media is a read-only bind mount in a mount namespace of
 its own when this runs as root (root writes through file permissions), a directory without write permission
 otherwise."""
@@ -42,7 +42,7 @@ def inspect_read_only(directory: Path, url: str) -> subprocess.CompletedProcess[
 
 
 def test_inspect_reads_a_wal_store_on_read_only_media(tmp_path: Path) -> None:
-    """INS-8: 'durable inspect' said "not a pytest-durable store: unable to open database file" for a WAL store
+    """INS-9: 'durable inspect' said "not a pytest-durable store: unable to open database file" for a WAL store
     in a read-only directory (SQLite could not create its -shm file); it shows the states."""
     media = tmp_path / "media"
     media.mkdir()
@@ -57,7 +57,7 @@ def test_inspect_reads_a_wal_store_on_read_only_media(tmp_path: Path) -> None:
 
 
 def test_a_wal_that_cannot_be_read_is_named(tmp_path: Path) -> None:
-    """INS-8: a -wal file holding changes, without its -shm, cannot be read on read-only media: the error
+    """INS-9: a -wal file holding changes, without its -shm, cannot be read on read-only media: the error
     says so and what to do, instead of "not a pytest-durable store" (or stale states read without the WAL)."""
     media = tmp_path / "media"
     media.mkdir()
