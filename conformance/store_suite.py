@@ -35,6 +35,7 @@ from .states import (  # re-exported: checks written elsewhere use them from her
     tagged,
     typed,
 )
+from .store_limits import StoreLimitsConformance
 
 
 class _StoreChecks:
@@ -550,7 +551,7 @@ class TypedEventConformance:
 
 # Bases in this order so pytest runs the direct checks first, then the kill and the model-based check
 # (it collects inherited checks in reverse MRO order).
-class StoreConformance(ModelConformance, KillConformance, TypedEventConformance, _StoreChecks):
+class StoreConformance(ModelConformance, KillConformance, TypedEventConformance, StoreLimitsConformance, _StoreChecks):
     """The aggregate suite a backend author subclasses (as ``class TestMyStore(StoreConformance)``)."""
 
 

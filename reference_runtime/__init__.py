@@ -11,6 +11,7 @@ from . import flink_agents_compat  # noqa: F401  (registers the flink_agents eve
 from ._version import __version__ as __version__
 from .agent import Agent, action
 from .batch import BatchTimeoutError, DurableCall
+from .class_lookup import record_imports, set_record_imports
 from .clock import Clock, SystemClock, VirtualClock
 from .codecs import CloudpickleCodec, JavaStyleCodec, PayloadCodec, RemoteCallError
 from .context import RunnerContext
@@ -40,6 +41,7 @@ from .errors import (
     UnsupportedFeatureError,
     UntrustedPayloadError,
     WireFormatError,
+    WriteLimitError,
 )
 from .events import (
     ChatRequestEvent,
@@ -130,12 +132,15 @@ __all__ = [
     "UntrustedPayloadError",
     "VirtualClock",
     "WireFormatError",
+    "WriteLimitError",
     "action",
     "args_digest",
     "current_call",
     "decode_limits",
     "function_id",
     "is_two_phase",
+    "record_imports",
     "run_agent",
     "set_decode_limits",
+    "set_record_imports",
 ]

@@ -42,7 +42,7 @@ _new = tuple.__new__
 # Enum members looked up once: attribute access on an enum class costs about as much as building a
 # record on CPython 3.11, and a durable call needs four of them (benchmark P4).
 _BEFORE_CALL, _AFTER_EFFECT, _AFTER_RECORD = Phase.BEFORE_CALL, Phase.AFTER_EFFECT, Phase.AFTER_RECORD
-_SUCCEEDED, _FAILED = CallStatus.SUCCEEDED, CallStatus.FAILED
+_SUCCEEDED, _FAILED, _PENDING = CallStatus.SUCCEEDED, CallStatus.FAILED, CallStatus.PENDING
 
 Plan = Literal["replay", "reconcile", "rerun", "execute"]
 _REPLAY: Plan = "replay"  # a matching terminal record: its outcome is returned, nothing runs (DE-2)
@@ -213,7 +213,8 @@ class ActionExecution:
         except PayloadDecodeError as exc:
             # Fail fast and delete nothing: the record may be readable with another codec or key. The
             # validation digest (function id + args digest) says which call the record claims to be.
-            what = "exception" if record.effective_status is _FAILED else "result"
+            status = record.effective_status
+            what = "exception" if status is _FAILED else "result" if status is _SUCCEEDED else "PENDING record"
             error = type(exc)(
                 f"cannot decode the recorded {what} of "
                 f"{record.function_id} (args digest {record.args_digest}): {exc.reason}",
@@ -223,10 +224,18 @@ class ActionExecution:
             raise error from exc
 
     def decode_bound(self, record: CallResult, index: int) -> Outcome:
-        """Signed payloads: each verifies only in the record it was written for (spec SIG-1), and a
-        terminal record must carry one (an unsigned record could otherwise replay as ``None``)."""
+        """Signed payloads: each verifies only in the record it was written for (spec SIG-1), a terminal
+        record must carry one (an unsigned record could otherwise replay as ``None``), and a PENDING record
+        carries a signature of its status (SIG-5)."""
         codec: Any = self.codec
         fid, digest = record.function_id, record.args_digest
+        if record.status is _PENDING:
+            # A PENDING record is signed too (SIG-5): a terminal record rewritten as PENDING would run its
+            # call again.
+            if record.exception_payload is not None:
+                raise SignatureError("a PENDING record holds an exception payload")
+            codec.check_pending(record.result_payload, self.binding(index, fid, digest, "pending"))
+            return Outcome.success(None)
         if record.effective_status.value == "FAILED":
             if record.exception_payload is None:
                 raise SignatureError("a FAILED record has no signed exception payload")
@@ -297,6 +306,8 @@ class ActionExecution:
             if record.function_id == fid and record.args_digest == digest:
                 if record.is_terminal:
                     return (call, _REPLAY, self.decode(record, index), None, (), {}, None)
+                if self._bound:
+                    self.decode(record, index)  # its status is signed too: refuse a forged PENDING (SIG-5)
                 if reconciler is not None:
                     return (call, _RECONCILE, None, reconciler, (), {}, None)
                 return (call, _RERUN, None, func, args, kwargs, retry)
@@ -330,7 +341,21 @@ class ActionExecution:
         calls = [call for call, plan, *_ in slots if plan == _EXECUTE]
         if len(calls) != len(slots) or [c.call_id.call_index for c in calls] != list(range(index, index + len(calls))):
             raise ValueError("reserve() takes consecutive slots planned 'execute'")
-        self.write(index, [CallResult.pending(c.function_id, c.args_digest) for c in calls])
+        if self._bound:
+            codec: Any = self.codec
+            pending = [
+                CallResult(
+                    c.function_id,
+                    c.args_digest,
+                    codec.encode_pending(self.binding(index + n, c.function_id, c.args_digest, "pending")),
+                    None,
+                    _PENDING,
+                )
+                for n, c in enumerate(calls)
+            ]
+        else:
+            pending = [CallResult.pending(c.function_id, c.args_digest) for c in calls]
+        self.write(index, pending)
         self.fault(Phase.AFTER_PENDING, index, first.function_id)
 
     def run(self, slot: Slot) -> Outcome:

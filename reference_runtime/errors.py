@@ -218,6 +218,13 @@ class StoreFailedError(StoreError):
         )
 
 
+class WriteLimitError(StoreError, LocatedError):
+    """A record refused when written: it exceeds a decode limit (:class:`~reference_runtime.limits.DecodeLimits`)
+    recovery applies when it reads the record back, so it would be acknowledged now and unreadable later
+    (spec LIM-9). The message names the record's location and the limit; a codec raises it without a location
+    and the durable call wraps it in ``ResultEncodeError``, which names the call."""
+
+
 class StoreDataLostError(StoreError):
     """Recovery found that the store lost data written before the checkpoint being restored (a Redis
     server restarted without persistence, a truncated Kafka topic); recovering would repeat completed

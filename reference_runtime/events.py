@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
 import re
-import sys
 import uuid
 from collections.abc import Callable
 from typing import Any, ClassVar
+
+from .class_lookup import find_named, is_class
 
 #: Java class name written as ``@class`` for events produced by Python agents.
 BASE_EVENT_CLASS = "org.apache.flink.agents.api.Event"
@@ -229,30 +229,20 @@ def register_event_family(
 
 
 def resolve_event_class(path: str) -> type:
-    """The class a record names as ``module:qualname``. Raises ``LookupError`` (cannot be imported) or
-    ``TypeError`` (not an event class); a record may name anything, so nothing but a class that is an
-    event class of a known family is ever returned, nothing named is called here, and only modules of
-    packages already imported are imported (spec EVT-3)."""
+    """The class a record names as ``module:qualname``. Raises ``LookupError`` (not found) or ``TypeError``
+    (not an event class); a record may name anything, so nothing but a class that is an event class of a known
+    family is ever returned, nothing named is called, and no module is imported unless the user allowed it
+    with :func:`~reference_runtime.set_record_imports` (spec EVT-3, EVT-4)."""
     if not isinstance(path, str) or not _CLASS_PATH.fullmatch(path):
         raise TypeError(f"{path!r} is not a class path module:qualname")
     module_name, _, qualname = path.partition(":")
-    package = module_name.split(".")[0]
-    if module_name not in sys.modules and package not in sys.modules:
-        # Importing runs a module's code: a record may only name modules of packages this process already
-        # uses (the agent's own, the runtime's, flink_agents), never make it load a new one.
-        raise LookupError(
-            f"event class {path} cannot be imported: package {package!r} is not loaded, and a "
-            "stored record never loads a new package (import it first, e.g. from the agent module)"
-        )
     try:
-        obj: Any = sys.modules.get(module_name) or importlib.import_module(module_name)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
+        obj = find_named(module_name, qualname)
+    except LookupError as exc:
+        raise LookupError(f"event class {path} cannot be imported: {exc}") from None
+    except ImportError as exc:  # an allowed module that fails to import
         raise LookupError(f"event class {path} cannot be imported ({type(exc).__name__}: {exc})") from None
-    if isinstance(obj, type) and issubclass(obj, Event):
-        return obj
-    if isinstance(obj, type) and any(owns(obj) for owns, _ in _FAMILIES):
+    if is_class(obj) and (issubclass(obj, Event) or any(owns(obj) for owns, _ in _FAMILIES)):
         return obj
     raise TypeError(f"{path} is not an Event class")
 

@@ -38,6 +38,7 @@ from .signing import StateSigner
 from .snapshots import Layered, Prefix
 from .stores.base import ActionStateStore, RecoveryMarker
 from .stores.failfast import FailFastStore
+from .stores.forwarding import ForwardingStore
 from .values import check_text, check_value
 
 _INPUT_NAMESPACE = uuid.UUID("6f6b1d1e-3a43-4c59-9a4f-64757261626c")
@@ -179,10 +180,13 @@ class Runner:
     """Runs an :class:`Agent` over keyed inputs against an :class:`ActionStateStore`.
 
     ``checkpoint_every`` takes an aligned checkpoint after every N inputs (None: only at the end).
-    ``reopen_store`` simulates a process restart on failover: the old store is closed and a new one
-    opened on the same data. ``agent`` may also be a ``flink_agents`` agent class or instance (spec FA-1);
-    ``resources`` maps resource names to objects its ``ctx.get_resource`` returns (fakes of chat models,
-    tools, vector stores; spec FA-5).
+    ``prune`` says whether a completed checkpoint deletes the states of the inputs it covers (RUN-8). The
+    checkpoints live in this runner's memory: a new process re-feeding the inputs starts without them and
+    needs every completed state, so by default (None) only a store whose data ends with the process
+    (``InMemoryStore``) is pruned (RUN-18). ``reopen_store`` simulates a process restart on failover: the old
+    store is closed and a new one opened on the same data. ``agent`` may also be a ``flink_agents`` agent
+    class or instance (spec FA-1); ``resources`` maps resource names to objects its ``ctx.get_resource``
+    returns (fakes of chat models, tools, vector stores; spec FA-5).
     """
 
     def __init__(
@@ -197,6 +201,7 @@ class Runner:
         key_scheme: str | KeyScheme | None = None,
         checkpoint_every: int | None = None,
         reopen_store: Callable[[], ActionStateStore] | None = None,
+        prune: bool | None = None,
         async_threads: int | None = None,
         clock: Clock | None = None,
         resources: Mapping[str, Any] | None = None,
@@ -227,6 +232,10 @@ class Runner:
         if checkpoint_every is not None and checkpoint_every < 1:
             raise ValueError("checkpoint_every must be a positive number of inputs")
         self.checkpoint_every = checkpoint_every
+        if prune is not None and not isinstance(prune, bool):
+            raise ConfigError(f"prune={safe_repr(prune)} is not a bool; use True, False or None (the default)")
+        #: Whether checkpoints delete the states of the inputs they cover (RUN-8, RUN-18).
+        self.prune: bool = prune if prune is not None else not outlives_process(store)
         self.reopen_store = reopen_store
         self.clock: Clock = clock or SystemClock()
         self.actions: list[ActionSpec] = agent.actions() + agent.builtin_actions()
@@ -256,6 +265,9 @@ class Runner:
         self.failovers = 0
         self.crashes: list[FaultPoint] = []
         self.checkpoints: list[Checkpoint] = []
+        #: The store's recovery marker taken before this runner's first write: what a failover before the
+        #: first checkpoint rebuilds from, so a store that lost data is caught from the first write (FAIL-6).
+        self._start_markers: list[RecoveryMarker] | None = None
         self._reset_to(None)
 
     # -- state ---------------------------------------------------------------------------------------
@@ -351,7 +363,7 @@ class Runner:
             self.store.close()
             self.store = self.reopen_store()
         self._reset_to(cp)
-        self.store.rebuild_state(cp.markers if cp is not None else [])
+        self.store.rebuild_state(cp.markers if cp is not None else self._start_markers or [])
 
     def result(self) -> RunResult:
         cp = self.checkpoints[-1] if self.checkpoints else None
@@ -373,6 +385,8 @@ class Runner:
         self._owner = threading.get_ident()
         # Every store access of the run goes through the gate: the first store failure stops it (FAIL-1).
         self._store = FailFastStore(self.store)
+        if self._start_markers is None and not self.checkpoints:
+            self._start_markers = [self._store.get_recovery_marker()]
         while self._offset < len(self.inputs):
             end = len(self.inputs)
             if self.checkpoint_every is not None:
@@ -552,12 +566,23 @@ class Runner:
         self._reach(Phase.CHECKPOINT)
         self.checkpoints.append(cp)
         self._dirty = set()
-        # Checkpoint complete: states of finished inputs are no longer needed for recovery. Keys that did
+        # Checkpoint complete: states of finished inputs are no longer needed for a recovery from it, but a
+        # new process re-feeding the inputs has no checkpoint and needs them all (RUN-18). Keys that did
         # not run since the previous checkpoint were pruned by it.
+        if not self.prune:
+            return
         for k in touched:
             seq = cp.next_seq[k]
             if seq > 0:
                 self._store.prune_state(k, seq - 1)
+
+
+def outlives_process(store: ActionStateStore) -> bool:
+    """Whether ``store``'s data can outlive this process, so that a new process may need what it holds: true
+    unless the store, or the store a wrapper forwards to (``inner``), says ``outlives_process = False``."""
+    while isinstance(store, ForwardingStore):
+        store = store.inner
+    return bool(getattr(store, "outlives_process", True))
 
 
 def _check_options(store: Any, codec: Any, mismatch: Any) -> None:

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import WireFormatError
+from ..limits import decode_limits, json_over_budget
 from .java import java_double, utf16_order, utf16_units
 
 MAX_NESTING = 1000
@@ -288,6 +289,14 @@ def _parse_c(text: str, start: int) -> Any:
 def loads(data: bytes | str) -> Any:
     """Parse one JSON value as Jackson's ``ObjectMapper.readValue`` would; trailing content is ignored."""
     text = data if isinstance(data, str) else _decode_text(bytes(data))
+    limits = decode_limits()
+    cost = json_over_budget(text, limits)
+    if cost is not None:  # the memory budget of every JSON decoder (LIM-10)
+        raise WireFormatError(
+            f"document of {len(text)} characters may use {cost} bytes once parsed, more than "
+            f"max_memory_bytes={limits.max_memory_bytes}",
+            offset=0,
+        )
     start = len(text) - len(text.lstrip(" \t\r\n"))
     if start == len(text):
         raise WireFormatError("no content to map due to end-of-input", offset=start)

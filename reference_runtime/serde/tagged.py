@@ -11,10 +11,17 @@ import math
 from typing import Any
 
 from ..errors import CorruptRecordError, Location, RecordLimitError
-from ..limits import safe_repr
+from ..limits import decode_limits, safe_repr
 
 # A hard cap below Python's recursion limit for the recursive value decoder, whatever limits are set.
 MAX_VALUE_DEPTH = 400
+
+
+def _check_depth(depth: int, path: str, loc: Location) -> None:
+    # MAX_VALUE_DEPTH keeps the recursion of decode_value far from Python's limit whatever limits are set.
+    limit = min(decode_limits().max_depth, MAX_VALUE_DEPTH)
+    if depth >= limit:
+        raise RecordLimitError(f"value at {path[:120]} nests deeper than max_depth={limit}", loc)
 
 
 def encode_value(value: Any, path: str) -> Any:
@@ -39,18 +46,20 @@ def encode_value(value: Any, path: str) -> Any:
 
 
 def decode_value(value: Any, path: str, loc: Location, depth: int = 0) -> Any:
-    """The inverse of :func:`encode_value`; malformed data raises :class:`CorruptRecordError` at ``loc``."""
+    """The inverse of :func:`encode_value`; malformed data raises :class:`CorruptRecordError` at ``loc``.
+
+    ``depth`` is the nesting of ``value`` as a value (a list or map at depth ``max_depth`` or more is refused,
+    as the runtime refuses to store one, PAY-7); a map of values that is not a value itself (event
+    attributes) starts at -1."""
     if value is None or isinstance(value, bool | int | float | str):
         return value
-    if depth > MAX_VALUE_DEPTH:
-        # parse_json already bounds the document; this keeps the recursion below far from Python's limit
-        # whatever limits are configured (spec LIM-3).
-        raise RecordLimitError(f"value at {path[:120]} nests deeper than {MAX_VALUE_DEPTH}", loc)
     if isinstance(value, list):
+        _check_depth(depth, path, loc)
         return [decode_value(v, f"{path}[{i}]", loc, depth + 1) for i, v in enumerate(value)]
     if isinstance(value, dict) and len(value) == 1:
         ((tag, inner),) = value.items()
         if tag == "$map" and isinstance(inner, dict):
+            _check_depth(depth, path, loc)
             return {k: decode_value(v, f"{path}[{safe_repr(k)}]", loc, depth + 1) for k, v in inner.items()}
         if tag == "$bytes" and isinstance(inner, str):
             return decode_base64(inner, path, loc)

@@ -11,6 +11,7 @@ thread-safe.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -18,13 +19,13 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import CorruptRecordError, Location, StoreError, StoreUrlError
+from ..errors import CorruptRecordError, Location, StoreDataLostError, StoreError, StoreUrlError, location
 from ..records import ActionState, CallResult, StateRef
 from .base import RecoveryMarker
 from .kafka_flink_format import FLINK_AGENTS, FORMATS, NATIVE, partition_for
 from .kafka_native_format import c_key, encode_frame, s_key, t_key
-from .kafka_replay import Entry, Replay, check_no_loss, location, marker_offsets, refuse_corrupt, replay_plan
-from .kafka_topics import delete_topics, ensure_topic, probe
+from .kafka_replay import Entry, Replay, check_no_loss, marker_offsets, refuse_corrupt, replay_plan
+from .kafka_topics import delete_topics, ensure_topic, probe, topic_id
 from .kafka_url import TOPIC, parse_kafka_url
 from .keyindex import KeyIndex
 from .native import decode_call_result, decode_state, encode_call_result, encode_state
@@ -104,6 +105,7 @@ class KafkaStore:
                 "(pip install pytest-durable[kafka])"
             ) from exc
         self._ck: Any = confluent_kafka
+        self._admin_module: Any = kafka_admin
         cause = probe(bootstrap, min(self.timeout, 5.0))
         if cause is not None:
             raise StoreError(f"cannot reach Kafka store {self.url}: {cause}")
@@ -113,6 +115,7 @@ class KafkaStore:
             "logger": _LOG,
             "error_cb": self._on_error,
         }
+        self._common = common
         self._admin: Any = kafka_admin.AdminClient(dict(common))
         self._npart, self.compacted = ensure_topic(
             self._admin,
@@ -123,18 +126,40 @@ class KafkaStore:
             read_only=read_only,
             last_error=lambda: self._last_error,
         )
-        self._producer: Any = confluent_kafka.Producer(
+        #: The topic's id as this store first saw it: a topic deleted and created again has a new one (FAIL-6).
+        self._topic_id = topic_id(self._admin, topic, self.timeout, self.url)
+        #: Why this store refuses every operation, once it found that data it acknowledged is gone (FAIL-6).
+        self._lost: str | None = None
+        self._producer: Any = None
+        self._consumer: Any = None
+        self._connect()
+
+    def _connect(self, admin: bool = False) -> None:
+        """Make the producer and the replay consumer, and with ``admin`` the admin client, anew: after a
+        topic id change no client that cached the old topic may be used (docs/stores.md, "librdkafka and a
+        recreated topic")."""
+        if admin:
+            self._admin = self._admin_module.AdminClient(dict(self._common))
+        for old in (self._producer, self._consumer):
+            if old is not None:
+                with contextlib.suppress(Exception):  # the old client is dropped whatever state it is in
+                    if old is self._producer:
+                        old.purge()
+                        old.flush(0)
+                    else:
+                        old.close()
+        self._producer = self._ck.Producer(
             {
-                **common,
+                **self._common,
                 "acks": "all",
                 "linger.ms": 5,
                 "max.in.flight.requests.per.connection": 1,
                 "message.timeout.ms": max(1000, int(self.timeout * 1000)),
             }
         )
-        self._consumer: Any = confluent_kafka.Consumer(
+        self._consumer = self._ck.Consumer(
             {
-                **common,
+                **self._common,
                 # group.id is mandatory for a librdkafka consumer; it is never joined (assign only) or committed.
                 "group.id": f"durable-replay-{uuid.uuid4()}",
                 "enable.auto.commit": False,
@@ -182,13 +207,20 @@ class KafkaStore:
         """Produce ``(kafka key, value, partition, headers)`` records and flush; raise unless all landed."""
         if self._closed or self.read_only:
             raise StoreError(f"Kafka store {self.url} is {'closed' if self._closed else 'opened read-only'}")
+        self._refuse_if_lost()
         failures: list[str] = []
+        behind: list[str] = []
 
         def delivered(err: Any, msg: Any) -> None:
             if err is not None:
                 failures.append(f"{msg.key()!r}: {err}")
-            else:
-                self._ends[msg.partition()] = max(self._ends.get(msg.partition(), 0), msg.offset() + 1)
+                return
+            p, offset = msg.partition(), msg.offset()
+            known = self._ends.get(p, 0)
+            if offset < known:
+                # The log is shorter than what this store saw acknowledged: the topic lost records (FAIL-6).
+                behind.append(f"partition {p} took a record at offset {offset}, below its known end {known}")
+            self._ends[p] = max(known, offset + 1)
 
         try:
             for kkey, value, partition, headers in records:
@@ -210,6 +242,8 @@ class KafkaStore:
                 "write not acknowledged",
                 f"{remaining} record(s) pending after {self.timeout}s (last client error: {self._last_error})",
             )
+        if behind:
+            raise self._lose(f"a write landed behind records it acknowledged before ({'; '.join(behind[:3])})")
         if failures:
             raise self._fail("write failed", "; ".join(failures))
         self.records_written += len(records)
@@ -219,8 +253,8 @@ class KafkaStore:
         self._log_keys.setdefault(state_key, {})[kafka_key] = partition
 
     def put(self, ref: StateRef, state: ActionState) -> None:
-        header = encode_state(state)
-        calls = [encode_call_result(r) for r in state.call_results]
+        header = encode_state(state, ref=ref)
+        calls = [encode_call_result(r, ref, i) for i, r in enumerate(state.call_results)]
         frame = encode_frame(ref.key, ref.seq, ref.action.name, header, calls)
         part = self._partition(ref.key)
         headers = [
@@ -242,7 +276,7 @@ class KafkaStore:
         return entry
 
     def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
-        encoded = [encode_call_result(r) for r in results]
+        encoded = [encode_call_result(r, ref, index + i) for i, r in enumerate(results)]
         part = self._partition(ref.key)
         with self._lock:
             entry = self._live(ref, index)
@@ -292,6 +326,7 @@ class KafkaStore:
 
     def get(self, ref: StateRef) -> ActionState | None:
         with self._lock:
+            self._refuse_if_lost()
             entry = self._entries.get(ref.state_key)
             if entry is None:
                 self._delete(self._of_key(ref.key, lambda seq: seq > ref.seq))
@@ -349,14 +384,58 @@ class KafkaStore:
 
     def get_recovery_marker(self) -> RecoveryMarker:
         with self._lock:
+            self._check_topic([])
             try:
                 self._producer.flush(self.timeout)
             except self._ck.KafkaException as exc:
                 raise self._fail("flush failed", exc) from exc
-            return {"offsets": {str(p): end for p, (_low, end) in self._watermarks().items()}}
+            marker: dict[str, Any] = {"offsets": {str(p): end for p, (_low, end) in self._watermarks().items()}}
+            if self._topic_id is not None:
+                marker["topic_id"] = self._topic_id
+            return marker
 
     def _marker_offsets(self, markers: Sequence[RecoveryMarker]) -> dict[int, int]:
+        """The minimum offset per partition over ``markers``, after checking that the topic is the one this
+        store and the markers were taken on (both formats' ``rebuild_state`` starts here)."""
+        with self._lock:
+            self._check_topic(markers)
         return marker_offsets(markers, self._npart, self.url)
+
+    # -- data loss (FAIL-6) ------------------------------------------------------------------------------
+
+    def _lose(self, why: str) -> StoreDataLostError:
+        """Latch the loss: from now on every operation of this store raises it."""
+        if self._lost is None:
+            self._lost = why
+        return StoreDataLostError(
+            f"Kafka store {self.url} lost records it acknowledged: {self._lost}. The topic was deleted, "
+            "recreated or truncated (a broker restarted without its data); going on would run completed "
+            "durable calls again, so this store refuses every operation. Open a new store to start over."
+        )
+
+    def _refuse_if_lost(self) -> None:
+        if self._lost is not None:
+            raise self._lose(self._lost)
+
+    def _check_topic(self, markers: Sequence[RecoveryMarker]) -> None:
+        """Refuse a topic that is not the one this store wrote to, or the markers were taken on: its id
+        changed (deleted and created again). On a changed id the clients are made anew first: librdkafka's
+        metadata cache crashes the process when a cached topic comes back under a new id (docs/stores.md)."""
+        self._refuse_if_lost()
+        now = topic_id(self._admin, self.topic, self.timeout, self.url)
+        if now != self._topic_id:
+            before, self._topic_id = self._topic_id, now
+            self._connect(admin=True)
+            if before and (self._entries or any(self._ends.values())):
+                raise self._lose(
+                    f"the topic was deleted (it had id {before})"
+                    if now == ""
+                    else f"the topic's id changed from {before} to {now}"
+                )
+        for marker in markers:
+            taken = marker.get("topic_id") if isinstance(marker, dict) else None
+            if taken is not None and now is not None and taken != now:
+                raise self._lose(f"the recovery marker was taken on topic id {taken}, the topic now has id {now}")
 
     def _replay(self, apply: Callable[[Any], None], starts: dict[int, int] | None = None) -> dict[int, int]:
         """Feed every record of every partition, in offset order, to ``apply``; return the end offsets.
@@ -388,6 +467,12 @@ class KafkaStore:
                             if p in pending and msg.offset() >= marks[p][1]:
                                 pending.discard(p)
                                 ends[p] = msg.offset()
+                            elif p in pending and msg.offset() < self._ends.get(p, 0):
+                                # The fetch's high watermark is below what this store saw acknowledged.
+                                raise self._lose(
+                                    f"partition {p} ends at offset {msg.offset()}, below offset "
+                                    f"{self._ends[p]} this store saw written"
+                                )
                             continue
                         if self._transient(err):
                             # An error event the consumer recovers from (KSTORE-10): it reconnects and fetches

@@ -47,7 +47,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..errors import CorruptRecordError, Location, StoreError, StoreUrlError, TopicFormatError
+from ..errors import CorruptRecordError, Location, StoreError, StoreUrlError, TopicFormatError, location
 from ..key_schemes import Legacy020KeyScheme
 from ..records import ActionState, CallResult, StateRef
 from ..serde.actionstate import JavaActionState
@@ -73,7 +73,6 @@ from .kafka_flink_format import (
     topic_owner,
     truncate_call_results,
 )
-from .kafka_replay import location
 from .kafka_url import parse_kafka_url
 from .keyindex import KeyIndex
 from .scheme import InspectedState

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..errors import CorruptRecordError, Location, StoreError
+from ..errors import CorruptRecordError, StoreDataLostError, StoreError, location
 from ..records import StateRef
 from .base import RecoveryMarker
 from .kafka_native_format import decode_frame, parse_index, parse_record_key
@@ -28,10 +28,6 @@ class Entry:
     def seq_of(self, key: str) -> int | None:
         """This state's seq if it belongs to business key ``key`` (unreadable states may not know theirs)."""
         return self.seq if self.key == key else None
-
-
-def location(ref: StateRef, index: int | None = None) -> Location:
-    return Location(ref.key, ref.seq, ref.action.name, index)
 
 
 def refuse_corrupt(entry: Entry, ref: StateRef) -> None:
@@ -166,10 +162,11 @@ def marker_offsets(markers: Sequence[RecoveryMarker], partitions: int, url: str)
 
 
 def check_no_loss(marked: dict[int, int], ends: dict[int, int], url: str) -> None:
-    """A marker offset past the end of its partition means the topic lost records: :class:`StoreError`."""
+    """A marker offset past the end of its partition means the topic lost records:
+    :class:`StoreDataLostError` (FAIL-4)."""
     lost = {p: off for p, off in marked.items() if off > ends.get(p, 0)}
     if lost:
-        raise StoreError(
+        raise StoreDataLostError(
             f"Kafka store {url}: recovery marker offsets {lost} are past the end of "
             f"the log {ends}; the topic lost records (deleted or recreated?)"
         )

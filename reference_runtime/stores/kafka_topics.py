@@ -112,3 +112,27 @@ def _create_topic(admin: Any, topic: str, partitions: int, *, url: str, timeout:
                 continue
             raise StoreError(f"cannot create topic for Kafka store {url}: {exc}") from exc
     raise AssertionError("unreachable: the second attempt returns or raises")
+
+
+#: A topic id of all zeros: what a broker without topic ids reports.
+_NO_ID = "AAAAAAAAAAAAAAAAAAAAAA"
+
+
+def topic_id(admin: Any, topic: str, timeout: float, url: str) -> str | None:
+    """The id the broker gives ``topic`` (it changes when the topic is deleted and created again), ``""`` when
+    the topic does not exist, or None when the broker or client reports no topic ids (FAIL-6)."""
+    from confluent_kafka import KafkaError, TopicCollection
+
+    try:
+        description = admin.describe_topics(TopicCollection([topic]), request_timeout=timeout)[topic].result(timeout)
+    except Exception as exc:  # KafkaException with the broker's error, or a client without DescribeTopics
+        err: Any = exc.args[0] if exc.args else None
+        code = err.code() if hasattr(err, "code") else None
+        if code == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            return ""
+        if code in (KafkaError._UNSUPPORTED_FEATURE, KafkaError.UNSUPPORTED_VERSION):
+            return None
+        reason = err.str() if hasattr(err, "str") else str(exc) or type(exc).__name__
+        raise StoreError(f"Kafka store {url}: cannot read the id of topic {topic!r}: {reason}") from exc
+    found = str(description.topic_id) if description.topic_id is not None else _NO_ID
+    return None if found == _NO_ID else found

@@ -3,11 +3,13 @@ store object is kept), but not the process. Records are kept encoded so nothing 
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..errors import StoreError, location
+from ..errors import StoreDataLostError, StoreError, location
+from ..limits import safe_repr
 from ..records import ActionState, CallResult, StateRef
 from .base import RecoveryMarker
 from .keyindex import KeyIndex
@@ -25,10 +27,15 @@ class _Entry:
     calls: list[CallResult] = field(default_factory=list)
 
 
+_EPOCHS = itertools.count(1)
+
+
 class InMemoryStore:
     """An :class:`~reference_runtime.stores.base.ActionStateStore` in a dict."""
 
     url = "memory:"
+    #: Its data ends with the process: no later process can need it, so the runner prunes it (RUN-18).
+    outlives_process = False
 
     def __init__(self, *, count_bytes: bool = False) -> None:
         #: Measure what a delta-writing store would persist (benchmark P3); off by default, it costs.
@@ -38,6 +45,9 @@ class InMemoryStore:
         self._by_key = KeyIndex()
         self._lock = threading.Lock()
         self._writes = 0
+        #: Names this store's data: a recovery marker of other data does not carry it (FAIL-6). The data
+        #: lives in this process only, so a number unique in it is enough.
+        self._epoch = next(_EPOCHS)
         self.bytes_written = 0
 
     def _count(self, *chunks: bytes) -> None:
@@ -46,7 +56,7 @@ class InMemoryStore:
             self.bytes_written += sum(len(c) for c in chunks)
 
     def put(self, ref: StateRef, state: ActionState) -> None:
-        header = encode_state(state)
+        header = encode_state(state, ref=ref)
         calls = list(state.call_results)
         with self._lock:
             self._entries[ref.state_key] = _Entry(ref.key, ref.seq, ref.action.name, header, calls)
@@ -99,11 +109,17 @@ class InMemoryStore:
 
     def get_recovery_marker(self) -> RecoveryMarker:
         with self._lock:
-            return {"writes": self._writes}
+            return {"writes": self._writes, "epoch": self._epoch}
 
     def rebuild_state(self, markers: Sequence[RecoveryMarker]) -> None:
-        # Everything put since any marker is still in the dict.
-        return None
+        # Everything put since any marker is still in the dict, if the markers were taken on it (FAIL-6).
+        for marker in markers:
+            epoch = marker.get("epoch", self._epoch) if isinstance(marker, dict) else None
+            if epoch != self._epoch or marker.get("writes", 0) > self._writes:
+                raise StoreDataLostError(
+                    f"memory store: recovery marker {safe_repr(marker)} was taken on data this store does not hold "
+                    "(another store object's); recovering from it would run completed durable calls again"
+                )
 
     def close(self) -> None:
         return None

@@ -12,11 +12,11 @@ import json
 import uuid
 from typing import Any
 
-from ..errors import CorruptRecordError, EventClassError, Location, RecordLimitError
+from ..errors import CorruptRecordError, EventClassError, Location, RecordLimitError, WriteLimitError
 from ..events import BASE_EVENT_CLASS, Event, builtin_class, rebuild_event
-from ..limits import decode_limits, parse_json, safe_repr
-from ..records import ActionState, CallResult, CallStatus, MemoryUpdate
-from ..serde.tagged import decode_base64, decode_value, encode_value
+from ..limits import decode_limits, json_over_budget, parse_json, parses_within, safe_repr
+from ..records import ActionState, CallResult, CallStatus, MemoryUpdate, StateRef
+from ..serde.tagged import MAX_VALUE_DEPTH, decode_base64, decode_value, encode_value
 
 FORMAT_VERSION = 1
 
@@ -60,7 +60,7 @@ def decode_event(obj: Any, path: str, loc: Location) -> Event:
     except (ValueError, TypeError, AttributeError) as exc:
         raise CorruptRecordError(f"{path}.id is not a UUID", loc) from exc
     etype = _field(obj, "type", str, path, loc)
-    attributes = decode_value(obj.get("attributes", {"$map": {}}), f"{path}.attributes", loc)
+    attributes = decode_value(obj.get("attributes", {"$map": {}}), f"{path}.attributes", loc, -1)
     if not isinstance(attributes, dict):
         raise CorruptRecordError(f"{path}.attributes is not a map", loc)
     upstream = obj.get("upstream", [None, None])
@@ -88,7 +88,7 @@ def decode_event(obj: Any, path: str, loc: Location) -> Event:
     )
     event.id = event_id
     py = obj["py"]
-    fields = decode_value(obj.get("fields", {"$map": {}}), f"{path}.fields", loc)
+    fields = decode_value(obj.get("fields", {"$map": {}}), f"{path}.fields", loc, -1)
     if not isinstance(fields, dict):
         raise CorruptRecordError(f"{path}.fields is not a map", loc)
     try:
@@ -112,8 +112,10 @@ def _dec_updates(raw: Any, path: str, loc: Location) -> list[MemoryUpdate]:
     return out
 
 
-def encode_state(state: ActionState, *, with_signature: bool = True) -> bytes:
-    """The state without its call results (those are stored one by one)."""
+def encode_state(state: ActionState, *, with_signature: bool = True, ref: StateRef | None = None) -> bytes:
+    """The state without its call results (those are stored one by one). Given the ``ref`` it is written
+    under, a state that :func:`decode_state` would refuse under the current decode limits raises
+    :class:`~reference_runtime.errors.WriteLimitError` instead (spec LIM-9)."""
     doc: dict[str, Any] = {
         "v": FORMAT_VERSION,
         "taskEvent": encode_event(state.task_event) if state.task_event is not None else None,
@@ -124,7 +126,27 @@ def encode_state(state: ActionState, *, with_signature: bool = True) -> bytes:
     }
     if with_signature and state.signature is not None:
         doc["sig"] = base64.b64encode(state.signature).decode("ascii")
-    return json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
+    data = json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
+    if ref is not None and not parses_within(data, decode_limits(), MAX_VALUE_DEPTH):
+        loc = Location(ref.key, ref.seq, ref.action.name)
+        try:
+            decode_state(data, loc)  # the reader itself: what it refuses is refused now, nothing else
+        except CorruptRecordError as exc:
+            raise _unreadable("action state", len(data), exc, loc) from None
+    return data
+
+
+def _unreadable(what: str, size: int, exc: CorruptRecordError, loc: Location) -> WriteLimitError:
+    return WriteLimitError(
+        f"the {what} ({size} bytes encoded) is refused: recovery could not read it back ({exc.reason}); make it "
+        "smaller, or raise the limit for writer and reader alike with set_decode_limits",
+        loc,
+    )
+
+
+#: JSON levels of an action state around its values (state, outputs, event, attributes map); a map value
+#: takes two levels (``{"$map": {...}}``), so a state holding values of ``max_depth`` nests about twice that.
+_FRAMING_DEPTH = 8
 
 
 def _parse(data: bytes, what: str, loc: Location) -> Any:
@@ -134,7 +156,9 @@ def _parse(data: bytes, what: str, loc: Location) -> Any:
     def fail(message: str) -> CorruptRecordError:
         return (RecordLimitError if "max_" in message else CorruptRecordError)(message, loc)
 
-    return parse_json(bytes(data), decode_limits(), fail, what)
+    limits = decode_limits()
+    # The values' own nesting is checked against max_depth as they are decoded (decode_value).
+    return parse_json(bytes(data), limits, fail, what, max_depth=2 * limits.max_depth + _FRAMING_DEPTH)
 
 
 def decode_state(data: bytes, location: Location) -> ActionState:
@@ -173,16 +197,32 @@ def _b64_or_null(data: bytes | None) -> str:
     return "null" if data is None else '"' + base64.b64encode(data).decode("ascii") + '"'
 
 
-def encode_call_result(result: CallResult) -> bytes:
+def encode_call_result(result: CallResult, ref: StateRef | None = None, index: int = 0) -> bytes:
     """The record ``json.dumps({"f", "d", "r", "e", "s"}, separators=(",", ":"))`` would write, byte for
     byte (a test compares the two), put together directly: it runs on every durable call, and building the
-    dict and walking it costs three times as much."""
+    dict and walking it costs three times as much. Given the ``ref`` and call ``index`` it is written at, a
+    record :func:`decode_call_result` would refuse raises
+    :class:`~reference_runtime.errors.WriteLimitError` instead (spec LIM-9)."""
     status = result.status
-    return (
+    body = (
         f'{{"f":{_quote(result.function_id)},"d":{_quote(result.args_digest)},'
         f'"r":{_b64_or_null(result.result_payload)},"e":{_b64_or_null(result.exception_payload)},'
         f'"s":{"null" if status is None else _quote(status.value)}}}'
     ).encode("ascii")
+    if ref is not None:
+        # Strings only, one level deep: the reader can refuse such a record for its size or memory only.
+        limits = decode_limits()
+        if len(body) > limits.max_payload_bytes:
+            reason = f"call result of {len(body)} bytes exceeds max_payload_bytes={limits.max_payload_bytes}"
+        elif (cost := json_over_budget(body, limits)) is not None:
+            reason = (
+                f"call result may use {cost} bytes once parsed, more than max_memory_bytes={limits.max_memory_bytes}"
+            )
+        else:
+            return body
+        loc = Location(ref.key, ref.seq, ref.action.name, index)
+        raise _unreadable(f"record of {result.function_id}", len(body), RecordLimitError(reason, loc), loc)
+    return body
 
 
 def decode_call_result(data: bytes, location: Location) -> CallResult:

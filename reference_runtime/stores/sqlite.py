@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from ..errors import CorruptRecordError, Location, StoreError, location
+from ..errors import CorruptRecordError, Location, StoreDataLostError, StoreError, location
 from ..records import ActionState, CallResult, StateRef
 from .base import RecoveryMarker
 from .native import decode_call_result, decode_state, encode_call_result, encode_state
@@ -35,6 +35,7 @@ CREATE TABLE IF NOT EXISTS {p}call_results (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS {p}meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 INSERT OR IGNORE INTO {p}meta VALUES ('writes', 0);
+INSERT OR IGNORE INTO {p}meta VALUES ('epoch', abs(random()));
 """
 
 
@@ -138,8 +139,8 @@ class SqliteStore:
                 self._conn.execute("ROLLBACK")
 
     def put(self, ref: StateRef, state: ActionState) -> None:
-        header = encode_state(state)
-        calls = [encode_call_result(r) for r in state.call_results]
+        header = encode_state(state, ref=ref)
+        calls = [encode_call_result(r, ref, i) for i, r in enumerate(state.call_results)]
         stmts: list[tuple[str, Sequence[object]]] = [
             (
                 f"INSERT OR REPLACE INTO {self._p}action_states VALUES (?, ?, ?, ?, ?)",
@@ -204,7 +205,7 @@ class SqliteStore:
             # A durable call's path. One statement outside BEGIN is its own transaction; it takes the write
             # lock before it reads (a write statement starts with it), so it is as atomic and waits on a
             # lock like the rest, and saves the BEGIN and COMMIT round trips on every durable call.
-            body = encode_call_result(results[0])
+            body = encode_call_result(results[0], ref, index)
             with self._lock:
                 try:
                     written = self._conn.execute(self._guarded_insert, (ref.state_key, index, body)).rowcount
@@ -214,7 +215,7 @@ class SqliteStore:
                     self._refuse_put(ref, index)
             self.bytes_written += len(body)
             return
-        encoded = [encode_call_result(r) for r in results]
+        encoded = [encode_call_result(r, ref, index + i) for i, r in enumerate(results)]
         first: tuple[str, Sequence[object]] = (self._guarded_insert, (ref.state_key, index, encoded[0]))
         rest = [
             (f"INSERT OR REPLACE INTO {self._p}call_results VALUES (?, ?, ?)", (ref.state_key, index + i, body))
@@ -250,17 +251,41 @@ class SqliteStore:
             ]
         )
 
-    def get_recovery_marker(self) -> RecoveryMarker:
+    def _bookkeeping(self) -> tuple[int, int]:
+        """The write counter and the epoch (a random number the tables got when they were created)."""
         with self._lock:
             try:
-                row = self._conn.execute(f"SELECT value FROM {self._p}meta WHERE name = 'writes'").fetchone()
+                rows = dict(
+                    self._conn.execute(
+                        f"SELECT name, value FROM {self._p}meta WHERE name IN ('writes', 'epoch')"
+                    ).fetchall()
+                )
             except sqlite3.Error as exc:
                 raise StoreError(f"SQLite store {self.url} read failed: {_describe(exc)}") from exc
-        return {"writes": int(row[0])}
+        writes, epoch = rows.get("writes"), rows.get("epoch")
+        if not isinstance(writes, int) or not isinstance(epoch, int):
+            raise StoreError(f"SQLite store {self.url}: its meta table holds {rows!r}, not a write count and an epoch")
+        return writes, epoch
+
+    def get_recovery_marker(self) -> RecoveryMarker:
+        writes, epoch = self._bookkeeping()
+        return {"writes": writes, "epoch": epoch}
 
     def rebuild_state(self, markers: Sequence[RecoveryMarker]) -> None:
-        # Committed transactions are already durable in the file; nothing to replay.
-        return None
+        # Committed transactions are already durable in the file; nothing to replay. The markers must have
+        # been taken on these tables (their epoch) and not after writes the file no longer has (FAIL-4).
+        writes, epoch = self._bookkeeping()
+        for marker in markers:
+            taken = marker.get("epoch") if isinstance(marker, dict) else None
+            counted = marker.get("writes") if isinstance(marker, dict) else None
+            if not isinstance(counted, int) or not isinstance(taken, int | None):
+                raise StoreError(f"SQLite store {self.url}: recovery marker {marker!r} is not a SQLite marker")
+            if (taken is not None and taken != epoch) or counted > writes:
+                raise StoreDataLostError(
+                    f"SQLite store {self.url} lost data since the checkpoint: the marker was taken at write {counted}"
+                    f" of epoch {taken}, the tables are at write {writes} of epoch {epoch} (the file was replaced, "
+                    "or its tables dropped and created again); recovering would run completed durable calls again"
+                )
 
     def close(self) -> None:
         with self._lock:
@@ -345,6 +370,36 @@ def require_path(parsed: StoreUrl) -> str:
     return parsed.path
 
 
+def _open_read_only(file: Path, path: str) -> sqlite3.Connection:
+    """A read-only connection to the database ``file``, on read-only media too (spec INS-5, INS-9).
+
+    A WAL database is opened with its shared-memory file, which SQLite creates if it is missing: on a
+    read-only directory that fails ("unable to open database file") though nothing needs writing. Without a
+    ``-wal`` file holding changes, everything is in the database file, so it is opened ``immutable`` (no
+    shared memory, no locks); with one, SQLite cannot read it without ``-shm``, and the error says so."""
+    uri = file.resolve().as_uri()
+    try:
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise StoreError(f"sqlite:{path}: cannot open read-only: {exc}") from exc
+    try:
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()  # opening is lazy: this opens it
+        return conn
+    except sqlite3.Error as exc:
+        conn.close()
+        first = exc
+    wal = Path(f"{file}-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        raise StoreError(
+            f"sqlite:{path}: cannot open read-only ({first}): its write-ahead log {wal.name} holds changes SQLite can "
+            f"read only with {file.name}-shm, which it cannot create here; copy the files to writable storage"
+        )
+    try:
+        return sqlite3.connect(f"{uri}?immutable=1", uri=True)
+    except sqlite3.Error as exc:
+        raise StoreError(f"sqlite:{path}: cannot open read-only: {exc}") from exc
+
+
 def read_states(path: str) -> Iterator[InspectedState]:
     """Every state in the SQLite file ``path`` (the default, un-prefixed tables), read through a read-only
     connection: nothing is created or written."""
@@ -353,10 +408,7 @@ def read_states(path: str) -> Iterator[InspectedState]:
         raise _a_directory(f"sqlite:{path}", file)
     if not file.is_file():
         raise StoreError(f"sqlite:{path}: no such file")
-    try:
-        conn = sqlite3.connect(f"{file.resolve().as_uri()}?mode=ro", uri=True)
-    except sqlite3.Error as exc:
-        raise StoreError(f"sqlite:{path}: cannot open read-only: {exc}") from exc
+    conn = _open_read_only(file, path)
     try:
         rows = conn.execute("SELECT state_key, business_key, seq, action, header FROM action_states").fetchall()
         calls: dict[str, list[tuple[int, bytes]]] = {}

@@ -38,9 +38,9 @@ def test_the_howto_store_certifies_as_the_howto_says(pytester: pytest.Pytester) 
             r"backend: mystore   capabilities: core, restart   suite: \S+   seed: \d+   "
             r"overall level: FULL",
             r"  concurrent_writers  NONE +0 +0 +0 +1",
-            r"  core +FULL +17 +0 +0 +0",
+            r"  core +FULL +18 +0 +0 +0",
             r"  mid_write_kill +NONE +0 +0 +0 +1",
-            r"  restart +FULL +3 +0 +0 +0",
+            r"  restart +FULL +4 +0 +0 +0",
         ]
     )
     result = pytester.runpytest(

@@ -47,11 +47,14 @@ def metered(name: str) -> Iterator[Meter]:
 @dataclass(frozen=True)
 class Target:
     """A decoder under fuzz: ``decode`` takes one input; ``errors`` are the only exceptions it may raise;
-    ``located`` says every error must carry the key and sequence number it was given."""
+    ``located`` says every error must carry the key and sequence number it was given; ``setup`` prepares
+    what the decoder reads from."""
 
     decode: Callable[[Any], Any]
     errors: tuple[type[BaseException], ...]
     located: bool = False
+    #: Run once before the first input, unmetered: starting the server a store reader reads from.
+    setup: Callable[[], Any] | None = None
 
 
 def run(meter: Meter, target: Target, data: Any) -> None:

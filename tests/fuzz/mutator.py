@@ -104,5 +104,9 @@ class Mutator:
             return rng.choice([10**5000, -(10**4400), 2**64])
         return rng.choice([b"bytes", object(), 1j, range(3)])
 
+    def pick(self, seeds: list[bytes]) -> Callable[[], bytes]:
+        """A maker of an unchanged seed, for :meth:`any_of`: the readers' success paths get fuzzed neighbours."""
+        return lambda: self.rng.choice(seeds)
+
     def any_of(self, *makers: Callable[[], Any]) -> Any:
         return self.rng.choice(makers)()

@@ -7,31 +7,52 @@ import copyreg
 import fractions
 import json
 import pickle
+import subprocess
+import sys
 import tracemalloc
+import types
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from reference_runtime import Agent, Event, InputEvent, OutputEvent, Runner, RunnerContext, action
+from reference_runtime import (
+    Agent,
+    CallStatus,
+    CrashAt,
+    Event,
+    FaultInjector,
+    InputEvent,
+    OutputEvent,
+    Phase,
+    Runner,
+    RunnerContext,
+    action,
+    record_imports,
+    set_record_imports,
+)
 from reference_runtime.codecs import CloudpickleCodec, JavaStyleCodec, RecordBinding
 from reference_runtime.errors import (
     CorruptRecordError,
+    EventClassError,
+    Location,
     PayloadDecodeError,
     PayloadLimitError,
     RecordLimitError,
     SignatureError,
     UntrustedPayloadError,
+    WriteLimitError,
 )
 from reference_runtime.identity import args_digest, function_id
 from reference_runtime.limits import DecodeLimits, decode_limits, safe_repr, set_decode_limits
 from reference_runtime.records import ActionRef, ActionState, CallResult, StateRef
 from reference_runtime.stores.forwarding import ForwardingStore
 from reference_runtime.stores.memory import InMemoryStore
-from reference_runtime.stores.native import decode_state
+from reference_runtime.stores.native import decode_state, encode_state
 
 from . import agents
-from .executions import REF, execution
+from .executions import REF, execution, stored
 
 OTHER = StateRef("user-2", 4, ActionRef("work", "m", "A.work", ("_input_event",)), InputEvent("x"), "sk2")
 MB = 1024 * 1024
@@ -121,10 +142,13 @@ def test_deep_pickled_value_is_refused_by_depth_limit() -> None:
     value: Any = []
     for _ in range(300):
         value = [value]
-    data = CloudpickleCodec().encode_result(value)
+    data = pickle.dumps(value, protocol=5)
     with pytest.raises(PayloadLimitError, match="max_depth"):
         CloudpickleCodec().decode_result(data)
     assert CloudpickleCodec(limits=DecodeLimits(max_depth=400)).decode_result(data) == value
+    # LIM-9: the codec does not write what it would refuse to read.
+    with pytest.raises(WriteLimitError, match="max_depth=200"):
+        CloudpickleCodec().encode_result(value)
 
 
 # -- process exits and class state ----------------------------------------------------------------
@@ -406,3 +430,161 @@ def test_an_allowed_class_restores_its_own_state() -> None:
     payload = pickle.dumps(_Model("hi"))
     got = CloudpickleCodec(allowed_classes=[f"{__name__}._Model"]).decode_result(payload)
     assert isinstance(got, _Model) and got.text == "hi"
+
+
+# -- no import or code run because a record says so (EVT-3, EVT-4) ---------------------------------------
+def _decode_in_a_fresh_process(py_class: str, tmp_path: Path, prelude: str = "") -> subprocess.CompletedProcess[str]:
+    """Decode a native header whose output event names ``py_class``, in a new interpreter run from an empty
+    directory: what the decode raises, and which modules it imported, are printed on stdout."""
+    script = f"""
+import json, sys
+{prelude}
+from reference_runtime.errors import Location
+from reference_runtime.events import Event
+from reference_runtime.records import ActionState
+from reference_runtime.stores.native import decode_state, encode_state
+doc = json.loads(encode_state(ActionState(output_events=[Event("x", {{}})])))
+doc["outputs"][0]["py"] = {py_class!r}
+before = set(sys.modules)
+try:
+    decode_state(json.dumps(doc).encode(), Location("k", 1, "a"))
+    print("decoded")
+except BaseException as exc:
+    print(type(exc).__name__, exc)
+print("new modules:", sorted(set(sys.modules) - before))
+"""
+    return subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_a_record_naming_a_main_module_runs_nothing(tmp_path: Path) -> None:
+    """EVT-4: an event class ``unittest.__main__:T`` used to import ``unittest.__main__``, which runs
+    ``unittest.main()``: it discovered and ran test modules of the working directory, then exited the process.
+    Now it is an EventClassError naming the record's location, and nothing is imported."""
+    (tmp_path / "test_planted.py").write_text("print('PLANTED TEST MODULE RAN')\n", encoding="utf-8")
+    done = _decode_in_a_fresh_process("unittest.__main__:T", tmp_path, prelude="import unittest")
+    assert done.returncode == 0, done.stderr
+    assert "PLANTED" not in done.stdout + done.stderr
+    first, modules = done.stdout.strip().splitlines()
+    assert first.startswith("EventClassError") and "never imports a module" in first and "seq=1" in first
+    assert modules == "new modules: []"
+
+
+def test_a_record_naming_a_store_module_loads_no_package(tmp_path: Path) -> None:
+    """EVT-4: naming the Kafka store module (with its client library) used to load 19 packages."""
+    done = _decode_in_a_fresh_process("reference_runtime.stores.kafka:KafkaStore", tmp_path)
+    first, modules = done.stdout.strip().splitlines()
+    assert first.startswith("EventClassError") and "reference_runtime.stores.kafka" in first
+    assert modules == "new modules: []"
+
+
+def test_record_imports_are_the_users_allow_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """EVT-4: a module nothing imported yet is imported for a record only once set_record_imports names it."""
+    (tmp_path / "lazy_events_h28.py").write_text(
+        "from reference_runtime import Event\n\nclass Late(Event):\n    pass\n", encoding="utf-8"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    doc = json.loads(encode_state(ActionState(output_events=[Event("x", {"a": 1})])))
+    doc["outputs"][0]["py"] = "lazy_events_h28:Late"
+    data = json.dumps(doc).encode()
+    with pytest.raises(EventClassError, match="never imports a module"):
+        decode_state(data, Location("k", 1, "a"))
+    assert "lazy_events_h28" not in sys.modules
+    previous = set_record_imports(["lazy_events_h28"])
+    try:
+        assert record_imports() == {"lazy_events_h28"}
+        event = decode_state(data, Location("k", 1, "a")).output_events[0]
+        assert type(event).__name__ == "Late" and event.attributes == {"a": 1}
+    finally:
+        set_record_imports(previous)
+        sys.modules.pop("lazy_events_h28", None)
+    with pytest.raises(ValueError, match="module names"):
+        set_record_imports(["not a module"])
+
+
+class _Lazy(types.ModuleType):
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"a record made the runtime call a module __getattr__ for {name!r}")
+
+
+def test_class_lookups_run_no_code_of_the_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    """EVT-4, PAY-3: an event class, a pickled exception class and a Java-style exception name are looked up
+    in the module's own dictionary: a module ``__getattr__`` (lazy loaders) is never asked."""
+    monkeypatch.setitem(sys.modules, "lazy_h28", _Lazy("lazy_h28"))
+    doc = json.loads(encode_state(ActionState(output_events=[Event("x", {})])))
+    doc["outputs"][0]["py"] = "lazy_h28:Anything"
+    with pytest.raises(EventClassError, match="no attribute"):
+        decode_state(json.dumps(doc).encode(), Location("k", 1, "a"))
+    with pytest.raises(UntrustedPayloadError):
+        CloudpickleCodec().decode_exception(b"\x80\x04\x95\x00\x00\x00\x00\x00\x00\x00\x00clazy_h28\nBoom\n)R.")
+    remote = JavaStyleCodec().decode_exception(b'{"exceptionClass":"lazy_h28.Boom","message":"m"}')
+    assert type(remote).__name__ == "RemoteCallError"
+
+
+# -- the record's status is signed (SIG-5) -----------------------------------------------------------------
+def refuse(n: int) -> int:
+    raise LookupError(f"no {n}")
+
+
+def test_a_signed_failed_record_replays_its_exception() -> None:
+    """SIG-1: a signed FAILED record replays the recorded exception (not a SignatureError, not a re-run)."""
+    store = InMemoryStore()
+    codec = CloudpickleCodec(hmac_key=KEY)
+    with pytest.raises(LookupError, match="no 3"):
+        execution(store, codec).execute(refuse, (3,), {})
+    [record] = stored(store)
+    assert record.status is CallStatus.FAILED and record.exception_payload is not None
+    replay = execution(store, codec)
+    with pytest.raises(LookupError, match="no 3"):
+        replay.execute(refuse, (3,), {})
+    assert replay.journal[-1].source == "replayed"
+
+
+def test_a_terminal_record_rewritten_as_pending_is_refused() -> None:
+    """SIG-5: a signed SUCCEEDED record changed to PENDING (payload dropped, or kept) used to be accepted, and
+    the call ran again; a PENDING record must carry the signature of its own status."""
+    store = InMemoryStore()
+    codec = CloudpickleCodec(hmac_key=KEY)
+    assert execution(store, codec).execute(agents.step, (1,), {}) == 10
+    [record] = stored(store)
+    for forged in (
+        CallResult.pending(record.function_id, record.args_digest),
+        record._replace(status=CallStatus.PENDING),
+        record._replace(status=CallStatus.FAILED, result_payload=None, exception_payload=record.result_payload),
+    ):
+        store.put(REF, ActionState(task_event=REF.event, call_results=[forged]))
+        with pytest.raises(SignatureError) as info:
+            execution(store, codec).execute(agents.step, (1,), {})
+        assert (info.value.key, info.value.seq, info.value.call_index) == ("user-1", 4, 0)
+
+
+class Reconciled(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def work(event: Event, ctx: RunnerContext) -> None:
+        n = event.attributes["input"]
+        ctx.send_event(OutputEvent(ctx.durable_execute(agents.step, n, reconciler=lambda: n * 100)))
+
+
+def test_signed_pending_records_recover_and_move_nowhere() -> None:
+    """SIG-5: with a key, a PENDING record is written signed: a crash right after it recovers through the
+    reconciler as without signing, and a PENDING signature copied to another call index does not verify."""
+    store = _Refs(InMemoryStore())
+    codec = CloudpickleCodec(hmac_key=KEY)
+    crash = FaultInjector([CrashAt(Phase.AFTER_PENDING)])
+    result = Runner(Reconciled, store, codec=codec, injector=crash).run([("k", 2)])
+    assert result.failovers == 1 and result.outputs == {"k": [200]}
+    ex = execution(InMemoryStore(), codec)
+    ex.reserve([ex.open_slot(0, agents.step, (1,), {}, reserve=False)])
+    [pending] = ex.records
+    assert pending.status is CallStatus.PENDING and pending.result_payload is not None
+    moved = InMemoryStore()
+    moved.put(REF, ActionState(task_event=REF.event, call_results=[CallResult.succeeded("f", "d", None), pending]))
+    other = execution(moved, codec)
+    other.state.call_results[0] = CallResult.pending(pending.function_id, pending.args_digest)
+    with pytest.raises(SignatureError):
+        other.open_slot(0, agents.step, (1,), {})
+    with pytest.raises(SignatureError) as info:
+        execution(moved, codec).open_slot(1, agents.step, (1,), {})
+    assert info.value.call_index == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ def make_runner(
 ) -> Runner:
     reopen: Callable[[], ActionStateStore] | None = None
     if store_kind == "sqlite":
-        db = tmp_path / f"store-{len(list(tmp_path.iterdir()))}.db"
+        db = tmp_path / f"store-{uuid.uuid4().hex}.db"  # a fresh file: states of earlier runs stay (RUN-18)
 
         def reopen() -> ActionStateStore:
             return SqliteStore(db)

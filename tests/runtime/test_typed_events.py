@@ -77,7 +77,7 @@ def _with_class(path: str) -> bytes:
         ("subprocess:Popen", "not an Event class"),
         ("tests.runtime.typed_event_agent:lookup", "not an Event class"),
         ("not a path", "not a class path"),
-        ("antigravity:Event", "never loads a new package"),
+        ("antigravity:Event", "never imports a module"),
     ],
 )
 def test_a_stored_event_class_that_cannot_be_rebuilt_is_a_located_error(path: str, reason: str) -> None:

@@ -59,8 +59,9 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-def start_tansu() -> tuple[str, Callable[[], None]] | None:
-    """Start Tansu and wait (at most ``START_TIMEOUT`` seconds) until it answers a metadata request."""
+def start_tansu(port: int | None = None) -> tuple[str, Callable[[], None]] | None:
+    """Start Tansu and wait (at most ``START_TIMEOUT`` seconds) until it answers a metadata request; on
+    ``port`` when given (a broker restarted empty where the old one was), else on a free one."""
     if importlib.util.find_spec("confluent_kafka") is None:
         _unavailable("confluent_kafka is not installed (pip install confluent-kafka)")
         return None
@@ -71,9 +72,8 @@ def start_tansu() -> tuple[str, Callable[[], None]] | None:
     from confluent_kafka.admin import AdminClient
 
     last_error: BaseException | None = None
-    for _attempt in range(3):  # a free port can be taken between picking and binding it
-        port = _free_port()
-        bootstrap = f"127.0.0.1:{port}"
+    for _attempt in range(3 if port is None else 1):  # a free port can be taken between picking and binding it
+        bootstrap = f"127.0.0.1:{port or _free_port()}"
         log = tempfile.TemporaryFile()  # noqa: SIM115 - outlives this function, closed by stop()
         proc = subprocess.Popen(
             [

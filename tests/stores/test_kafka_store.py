@@ -198,7 +198,7 @@ def test_restart_sees_states_and_call_results(store: Any) -> None:
     """STORE-6, KSTORE-4: a brand-new store on the same topic sees every state and call result after
     rebuild_state, with no markers (a cold restart) and with a checkpoint's marker."""
     marker = store.get_recovery_marker()
-    assert set(marker) == {"offsets"} and set(marker["offsets"]) == {"0", "1", "2", "3"}
+    assert set(marker) == {"offsets", "topic_id"} and set(marker["offsets"]) == {"0", "1", "2", "3"}
     store.put(ref("a", 0), ActionState(call_results=[CallResult.succeeded("f", "1", b"x")]))
     store.put_call_results(ref("a", 0), 1, [CallResult.failed("g", "2", b"boom")])
     store.put(ref("b", 1, OTHER), ActionState(task_event=InputEvent("hi")))

@@ -15,14 +15,27 @@ import base64
 import json
 import sqlite3
 import threading
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from reference_runtime.errors import Location
+from reference_runtime.errors import Location, StoreDataLostError
 from reference_runtime.events import Event
 from reference_runtime.records import ActionState, CallResult, CallStatus, MemoryUpdate, StateRef
 from reference_runtime.stores.native import decode_event, encode_event
+
+
+def new_epoch() -> str:
+    """An id for a store's data, made when the data is: markers of other data do not carry it (FAIL-6)."""
+    return uuid.uuid4().hex
+
+
+def check_markers(markers: Sequence[Any], epoch: str, position: str = "", now: int = 0) -> None:
+    """Refuse markers taken on other data (another epoch) or past what the data holds (FAIL-4, FAIL-6)."""
+    for marker in markers:
+        if marker.get("epoch", epoch) != epoch or marker.get(position, 0) > now:
+            raise StoreDataLostError(f"marker {marker!r} was taken on data this store does not hold")
 
 
 class JsonCodec:
@@ -118,7 +131,7 @@ class DictStore(JsonCodec):
     """A correct store: ``disk["states"][state_key] = [key, seq, header, [call, …]]``, under a lock."""
 
     def __init__(self, disk: dict[str, Any] | None = None) -> None:
-        self.disk: dict[str, Any] = disk if disk is not None else {"states": {}, "writes": 0}
+        self.disk: dict[str, Any] = disk if disk is not None else {"states": {}, "writes": 0, "epoch": new_epoch()}
         self.lock = threading.RLock()
 
     def entries(self) -> dict[str, list[Any]]:
@@ -164,10 +177,10 @@ class DictStore(JsonCodec):
                 del self.entries()[sk]
 
     def get_recovery_marker(self) -> Any:
-        return {"writes": self.disk["writes"]}
+        return {"writes": self.disk["writes"], "epoch": self.disk["epoch"]}
 
     def rebuild_state(self, markers: Sequence[Any]) -> None:
-        return None
+        check_markers(markers, self.disk["epoch"], "writes", self.disk["writes"])
 
     def close(self) -> None:
         return None
@@ -181,7 +194,7 @@ class LogStore(JsonCodec):
     rebuilt on ``rebuild_state`` by replaying the log from the minimum marker offset."""
 
     def __init__(self, disk: dict[str, Any] | None = None) -> None:
-        self.disk: dict[str, Any] = disk if disk is not None else {"log": []}
+        self.disk: dict[str, Any] = disk if disk is not None else {"log": [], "epoch": new_epoch()}
         self.cache: dict[str, list[Any]] = {}
         self.lock = threading.RLock()
 
@@ -228,9 +241,10 @@ class LogStore(JsonCodec):
             self.write(*[("D", sk) for sk, x in self.cache.items() if x[0] == key and x[1] <= seq])
 
     def get_recovery_marker(self) -> Any:
-        return {"offset": len(self.disk["log"])}
+        return {"offset": len(self.disk["log"]), "epoch": self.disk["epoch"]}
 
     def rebuild_state(self, markers: Sequence[Any]) -> None:
+        check_markers(markers, self.disk["epoch"], "offset", len(self.disk["log"]))
         start = min((m["offset"] for m in markers), default=0)
         with self.lock:
             self.cache = {}
@@ -250,6 +264,8 @@ class SqlStore(JsonCodec):
     SCHEMA = (
         "CREATE TABLE IF NOT EXISTS states (sk TEXT PRIMARY KEY, key TEXT, seq INTEGER, header TEXT);"
         "CREATE TABLE IF NOT EXISTS calls (sk TEXT, idx INTEGER, body TEXT, PRIMARY KEY (sk, idx));"
+        "CREATE TABLE IF NOT EXISTS epoch (id TEXT);"
+        "INSERT INTO epoch SELECT hex(randomblob(16)) WHERE NOT EXISTS (SELECT 1 FROM epoch);"
     )
 
     def __init__(self, path: Path) -> None:
@@ -323,11 +339,16 @@ class SqlStore(JsonCodec):
     def prune_state(self, key: str, seq: int) -> None:
         self.delete("key = ? AND seq <= ?", (key, seq))
 
+    def epoch(self) -> str:
+        with self.lock:
+            (epoch,) = self.conn.execute("SELECT id FROM epoch").fetchone()
+        return str(epoch)
+
     def get_recovery_marker(self) -> Any:
-        return None
+        return {"epoch": self.epoch()}
 
     def rebuild_state(self, markers: Sequence[Any]) -> None:
-        return None
+        check_markers(markers, self.epoch())
 
     def close(self) -> None:
         with self.lock:

@@ -12,6 +12,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from reference_runtime.errors import Location, RecordLimitError
+from reference_runtime.limits import decode_limits
 from reference_runtime.records import ActionState, CallResult, StateRef
 
 from .base import DictStore, LogStore, SqlStore
@@ -715,6 +717,37 @@ class TruncateNotLogged(LogStore):
     def truncate_call_results(self, ref: StateRef, index: int) -> None:
         with self.lock:
             self.apply(("T", ref.state_key, index))
+
+
+# -- what recovery must be able to trust (LIM-9, FAIL-6) --------------------------------------------------------
+
+
+class AcknowledgesWhatItCannotRead(DictStore):
+    """Writes any record, but its reader refuses payloads of half the record limit or more: acknowledged,
+    then unreadable on recovery."""
+
+    VIOLATES = "LIM-9"
+
+    def get(self, ref: StateRef) -> ActionState | None:
+        state = super().get(ref)
+        if state is not None and any(
+            len(c.result_payload or b"") >= decode_limits().max_payload_bytes // 2 for c in state.call_results
+        ):
+            raise RecordLimitError("call record exceeds max_payload_bytes", Location(ref.key, ref.seq, ref.action.name))
+        return state
+
+
+class MarkersWithoutIdentity(LogStore):
+    """Markers are bare log offsets: a store handed another store's markers recovers from what it has."""
+
+    VIOLATES = "FAIL-6"
+
+    def get_recovery_marker(self) -> Any:
+        return {"offset": len(self.disk["log"])}
+
+    def rebuild_state(self, markers: Sequence[Any]) -> None:
+        start = min((min(m["offset"], len(self.disk["log"])) for m in markers), default=0)
+        super().rebuild_state([{"offset": start}])
 
 
 class SplitPutTransactions(SqlStore):
