@@ -41,6 +41,7 @@ from reference_runtime.stores.forwarding import ForwardingStore
 
 from . import agents
 from .agents import LEDGER
+from .deadline import CHECK_TIMEOUT, check_name, time_limit
 from .marks import capability, capability_of, clause
 from .runner_factory import RunnerFactory
 
@@ -146,6 +147,14 @@ def _call(key: str, seq: int, action: str, index: int) -> str:
 
 class _RunnerChecks:
     """Every runner check. Not collected itself (no ``Test`` prefix); a subclass named ``Test…`` is."""
+
+    #: Seconds each check may take, setup and teardown included, before it fails as hung (spec KIT-8).
+    check_timeout: float = CHECK_TIMEOUT
+
+    @pytest.fixture(autouse=True)
+    def _time_limit(self, request: pytest.FixtureRequest) -> Iterator[None]:
+        with time_limit(self.check_timeout, check_name(request.node)):
+            yield
 
     @pytest.fixture(autouse=True)
     def _backend_property(

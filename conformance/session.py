@@ -15,7 +15,13 @@ if TYPE_CHECKING:
     import pytest
 
 #: Modules whose ``assert`` statements are checks: rewritten by pytest when imported inside a session.
-CHECK_MODULES = ("conformance.store_suite", "conformance.runner_suite", "conformance.model", "conformance.crash")
+CHECK_MODULES = (
+    "conformance.store_suite",
+    "conformance.store_regressions",
+    "conformance.runner_suite",
+    "conformance.model",
+    "conformance.crash",
+)
 
 #: Name under which the kit's plugin registers its per-session recorder with pytest's plugin manager.
 RECORDER_NAME = "durable-conformance-recorder"
