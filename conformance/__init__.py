@@ -40,14 +40,14 @@ _EXPORTS = {
     "RUNNER_CAPABILITIES": "runner_factory",
     "RunFunction": "runner_factory",
     "RunnerFactory": "runner_factory",
-    "RunnerConformance": "runner_suite",
+    "RunnerConformance": "runner_calls",
     "StoreConformance": "store_suite",
 }
 
 if TYPE_CHECKING:
     from .factory import CAPABILITIES, StoreFactory, factory_from_url
+    from .runner_calls import RunnerConformance
     from .runner_factory import RUNNER_CAPABILITIES, RunFunction, RunnerFactory
-    from .runner_suite import RunnerConformance
     from .store_suite import StoreConformance
 
 

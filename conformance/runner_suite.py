@@ -693,5 +693,4 @@ class _RunnerChecks:
         assert placed == want, f"BAT-4: slot → digest of the finalizing writes: expected {want}, got {placed}"
 
 
-class RunnerConformance(_RunnerChecks):
-    """The aggregate suite a runner author subclasses (as ``class TestMyRunner(RunnerConformance)``)."""
+# The aggregate suite, RunnerConformance, is in conformance.runner_calls: its checks build on these.

@@ -19,6 +19,7 @@ CHECK_MODULES = (
     "conformance.store_suite",
     "conformance.store_regressions",
     "conformance.runner_suite",
+    "conformance.runner_calls",
     "conformance.model",
     "conformance.crash",
 )
