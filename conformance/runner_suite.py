@@ -41,7 +41,7 @@ from reference_runtime.stores.forwarding import ForwardingStore
 
 from . import agents
 from .agents import LEDGER
-from .deadline import CHECK_TIMEOUT, check_name, time_limit
+from .deadline import CHECK_TIMEOUT, guarded_check
 from .marks import capability, capability_of, clause
 from .runner_factory import RunnerFactory
 
@@ -153,7 +153,7 @@ class _RunnerChecks:
 
     @pytest.fixture(autouse=True)
     def _time_limit(self, request: pytest.FixtureRequest) -> Iterator[None]:
-        with time_limit(self.check_timeout, check_name(request.node)):
+        with guarded_check(request.node, self.check_timeout):
             yield
 
     @pytest.fixture(autouse=True)

@@ -23,7 +23,7 @@ from reference_runtime.stores.base import ActionStateStore
 
 from .attribution import explain
 from .crash import KillConformance
-from .deadline import CHECK_TIMEOUT, check_name, time_limit
+from .deadline import CHECK_TIMEOUT, guarded_check
 from .factory import StoreFactory
 from .marks import capability, clause
 from .session import session_seed
@@ -83,7 +83,7 @@ class _StoreChecks:
 
     @pytest.fixture(autouse=True)
     def _time_limit(self, request: pytest.FixtureRequest) -> Iterator[None]:
-        with time_limit(self.check_timeout, check_name(request.node)):
+        with guarded_check(request.node, self.check_timeout):
             yield
 
     @pytest.fixture(autouse=True)

@@ -394,9 +394,7 @@ def digest_over_repr(run: RunArgs) -> RunResult:
 @violates("DE-9")
 def java_style_records(run: RunArgs) -> RunResult:
     """Records results and exceptions as JSON ("portable"): a replayed exception is a RemoteCallError."""
-    return Runner(
-        run.agent, run.store, injector=run.injector, mismatch=run.mismatch, config=run.config, codec=JavaStyleCodec()
-    ).run(run.inputs)
+    return run.runner(codec=JavaStyleCodec()).run(run.inputs)
 
 
 class _GenericFailures(ForwardingStore):
@@ -423,23 +421,14 @@ def failures_replay_as_runtime_error(run: RunArgs) -> RunResult:
 @violates("PAY-3")
 def trusted_payloads(run: RunArgs) -> RunResult:
     """Loads stored pickles with full cloudpickle ("our own store, our own data")."""
-    return Runner(
-        run.agent,
-        run.store,
-        injector=run.injector,
-        mismatch=run.mismatch,
-        config=run.config,
-        codec=CloudpickleCodec(trusted=True),
-    ).run(run.inputs)
+    return run.runner(codec=CloudpickleCodec(trusted=True)).run(run.inputs)
 
 
 @violates("LIM-5")
 def integer_limit_raised(run: RunArgs) -> RunResult:
     """Raises the integer-digit limit so big numbers from a record always load."""
     codec = CloudpickleCodec(limits=DecodeLimits(max_int_digits=1_000_000))
-    return Runner(
-        run.agent, run.store, injector=run.injector, mismatch=run.mismatch, config=run.config, codec=codec
-    ).run(run.inputs)
+    return run.runner(codec=codec).run(run.inputs)
 
 
 class _RemembersRefs(ForwardingStore):
@@ -668,9 +657,7 @@ def batch_deadline_ignored(run: RunArgs) -> RunResult:
 @violates("RUN-17")
 def pool_sized_by_default(run: RunArgs) -> RunResult:
     """Sizes its async pool at 32 threads whatever ``num-async-threads`` says."""
-    return Runner(
-        run.agent, run.store, injector=run.injector, mismatch=run.mismatch, config=run.config, async_threads=32
-    ).run(run.inputs)
+    return run.runner(async_threads=32).run(run.inputs)
 
 
 class _NoCopy:
@@ -730,14 +717,7 @@ def unknown_keys_silenced(run: RunArgs) -> RunResult:
 @violates("KEY-1")
 def collision_free_keys_by_default(run: RunArgs) -> RunResult:
     """Files every state under the collision-free key scheme instead of Java's."""
-    return Runner(
-        run.agent,
-        run.store,
-        injector=run.injector,
-        mismatch=run.mismatch,
-        config=run.config,
-        key_scheme="collision-free",
-    ).run(run.inputs)
+    return run.runner(key_scheme="collision-free").run(run.inputs)
 
 
 @violates("KEY-2")
@@ -751,9 +731,7 @@ def repeats_share_a_state(run: RunArgs) -> RunResult:
         def state_key(self, key: str, seq: int, action: Any, event: Any, occurrence: int) -> str:
             return scheme.state_key(key, seq, action, event, 0)
 
-    return Runner(
-        run.agent, run.store, injector=run.injector, mismatch=run.mismatch, config=run.config, key_scheme=Same()
-    ).run(run.inputs)
+    return run.runner(key_scheme=Same()).run(run.inputs)
 
 
 class _CrashAsError:
@@ -779,7 +757,7 @@ class _CrashAsError:
 def crash_as_an_exception(run: RunArgs) -> RunResult:
     """Signals a crash with a RuntimeError, which user code catching Exception swallows."""
     injector: Any = _CrashAsError(run.injector)
-    return Runner(run.agent, run.store, injector=injector, mismatch=run.mismatch, config=run.config).run(run.inputs)
+    return run.runner(injector=injector).run(run.inputs)
 
 
 class _BestEffortWrites(ForwardingStore):
