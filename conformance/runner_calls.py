@@ -340,8 +340,11 @@ class CallConformance(_RunnerChecks):
         located = (err.key, err.seq, err.action, err.call_index, err.function_id, err.args_digest)
         want = ("k", 0, "work", 0, "conformance.agents.step", digest((1,), {}))
         assert located == want, f"DE-10: the error's location and digest: expected {want}, got {located}"
+        polluted = "tampered" in vars(agents.QuotaError)
+        if polluted:  # undone at once: later checks in this process use the class
+            delattr(agents.QuotaError, "tampered")
         assert not PWNED, f"PAY-3: loading the record ran code from it: {PWNED}"
-        assert not hasattr(agents.QuotaError, "tampered"), "LIM-6: a record set an attribute on a class"
+        assert not polluted, "LIM-6: loading the record set an attribute on a class (QuotaError.tampered)"
         assert len(str(err)) < 2000, (
             f"LIM-7: the error quotes the untrusted value unbounded ({len(str(err))} characters)"
         )
