@@ -594,10 +594,10 @@ def dies_in_attempt_2(i: int) -> int:
 
 def stuck(i: int) -> int:
     """Batch work that does not finish before its batch's deadline: it returns once the runner has recorded
-    its slot as failed (the runner suite's observed store notes each write in the ledger), or after 5 s."""
+    its slot as failed (the runner suite's observed store notes each write in the ledger), or after 2 s."""
     call = current_call()
     LEDGER.effect()
-    deadline = time.monotonic() + 5.0
+    deadline = time.monotonic() + 2.0
     while time.monotonic() < deadline:
         with LEDGER.lock:
             recorded = any(
