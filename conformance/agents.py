@@ -594,10 +594,10 @@ def dies_in_attempt_2(i: int) -> int:
 
 def stuck(i: int) -> int:
     """Batch work that does not finish before its batch's deadline: it returns once the runner has recorded
-    its slot as failed (the runner suite's observed store notes each write in the ledger), or after 2 s."""
+    its slot as failed (the runner suite's observed store notes each write in the ledger), or after 3 s."""
     call = current_call()
     LEDGER.effect()
-    deadline = time.monotonic() + 2.0
+    deadline = time.monotonic() + 3.0
     while time.monotonic() < deadline:
         with LEDGER.lock:
             recorded = any(
@@ -618,11 +618,12 @@ def quick(i: int) -> int:
 
 
 class TimedBatch(Agent):
-    """A batch of three, one call at a time, with a 300 ms deadline: the first finishes, the second is still
-    running at the deadline, the third never starts (BAT-6); then a batch whose only call succeeds on its
-    second attempt, after a 500 ms backoff that ends past the deadline (BAT-8)."""
+    """A batch of three, one call at a time, with a 1 s deadline (the first call has that long to finish on a
+    loaded machine): the first finishes, the second is still running at the deadline, the third never starts
+    (BAT-6); then a batch whose only call succeeds on its second attempt, after a 1.5 s backoff that ends past
+    the deadline (BAT-8)."""
 
-    config: ClassVar[dict[str, Any]] = {"tool-call.parallelism": 1, "tool-call.batch.timeout.ms": 300}
+    config: ClassVar[dict[str, Any]] = {"tool-call.parallelism": 1, "tool-call.batch.timeout.ms": 1000}
 
     @action(InputEvent)
     @staticmethod
@@ -630,7 +631,7 @@ class TimedBatch(Agent):
         outcomes = await ctx.durable_execute_all_async(
             [DurableCall(quick, (0,)), DurableCall(stuck, (1,)), DurableCall(quick, (2,))]
         )
-        slow = RetryPolicy(max_attempts=2, backoff=Backoff(initial=0.5, jitter=0.0), retry_on=(ConnectionError,))
+        slow = RetryPolicy(max_attempts=2, backoff=Backoff(initial=1.5, jitter=0.0), retry_on=(ConnectionError,))
         (late,) = await ctx.durable_execute_all_async([DurableCall(flaky, (3, 1), retry=slow)])
         ctx.send_event(OutputEvent([o.value if o.is_success() else type(o.error).__name__ for o in [*outcomes, late]]))
 
