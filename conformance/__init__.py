@@ -44,7 +44,7 @@ _EXPORTS = {
     "RUNNER_CAPABILITIES": "runner_factory",
     "RunFunction": "runner_factory",
     "RunnerFactory": "runner_factory",
-    "RunnerConformance": "runner_suite",
+    "RunnerConformance": "runner_calls",
     "StoreConformance": "store_suite",
 }
 
@@ -52,8 +52,8 @@ if TYPE_CHECKING:
     from .certification import CertifyError, certify
     from .factory import CAPABILITIES, StoreFactory, factory_from_url
     from .report import Report
+    from .runner_calls import RunnerConformance
     from .runner_factory import RUNNER_CAPABILITIES, RunFunction, RunnerFactory
-    from .runner_suite import RunnerConformance
     from .store_suite import StoreConformance
 
 

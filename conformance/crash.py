@@ -87,7 +87,12 @@ def _run_round(
     finally:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
-    while chunk := os.read(read_fd, 4096):
+    # Bounded (KIT-8): a process the child started and that inherited the pipe would keep it open.
+    drained = time.monotonic() + 5
+    while time.monotonic() < drained and select.select([read_fd], [], [], 0.5)[0]:
+        chunk = os.read(read_fd, 4096)
+        if not chunk:
+            break
         seen += chunk
     os.close(read_fd)
     assert len(seen) >= WARM_UP, (

@@ -23,6 +23,7 @@ import pytest
 
 from . import SUITE_VERSION
 from . import known_failures as kf
+from .attribution import explain
 from .marks import CAPABILITY_ATTR, capability_of, clauses_of
 from .paths import output_problem, read_known_failures
 from .report import INCOMPLETE, Report, write_reports
@@ -143,7 +144,7 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     except Exception as exc:
         if not clauses or capability_of(item) is None:
             raise
-        raise AssertionError(f"{', '.join(clauses)} violated: the backend raised {type(exc).__name__}: {exc}") from exc
+        raise AssertionError(f"{', '.join(clauses)} violated: {explain(exc)}") from exc
 
 
 def _recorder(config: pytest.Config) -> _Recorder | None:

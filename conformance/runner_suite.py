@@ -46,6 +46,7 @@ from reference_runtime.stores.forwarding import ForwardingStore
 
 from . import agents
 from .agents import LEDGER, Observed
+from .deadline import CHECK_TIMEOUT, guarded_check
 from .marks import capability, capability_of, clause
 from .runner_factory import RunnerFactory
 
@@ -155,6 +156,14 @@ def _call(key: str, seq: int, action: str, index: int) -> str:
 
 class _RunnerChecks:
     """Every runner check. Not collected itself (no ``Test`` prefix); a subclass named ``Test…`` is."""
+
+    #: Seconds each check may take, setup and teardown included, before it fails as hung (spec KIT-8).
+    check_timeout: float = CHECK_TIMEOUT
+
+    @pytest.fixture(autouse=True)
+    def _time_limit(self, request: pytest.FixtureRequest) -> Iterator[None]:
+        with guarded_check(request.node, self.check_timeout):
+            yield
 
     @pytest.fixture(autouse=True)
     def _backend_property(
@@ -695,5 +704,4 @@ class _RunnerChecks:
         assert placed == want, f"BAT-4: slot → digest of the finalizing writes: expected {want}, got {placed}"
 
 
-class RunnerConformance(_RunnerChecks):
-    """The aggregate suite a runner author subclasses (as ``class TestMyRunner(RunnerConformance)``)."""
+# The aggregate suite, RunnerConformance, is in conformance.runner_calls: its checks build on these.

@@ -17,7 +17,9 @@ if TYPE_CHECKING:
 #: Modules whose ``assert`` statements are checks: rewritten by pytest when imported inside a session.
 CHECK_MODULES = (
     "conformance.store_suite",
+    "conformance.store_regressions",
     "conformance.runner_suite",
+    "conformance.runner_calls",
     "conformance.model",
     "conformance.crash",
     "conformance.store_limits",

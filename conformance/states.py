@@ -3,23 +3,35 @@ action states, and tagged sample states."""
 
 from __future__ import annotations
 
+import unicodedata
 import uuid
 from typing import Any
 
 from reference_runtime.events import Event, InputEvent
 from reference_runtime.records import ActionRef, ActionState, CallResult, MemoryUpdate, StateRef
+from reference_runtime.state_keys import java_state_key
 from reference_runtime.stores.base import ActionStateStore
 
 ACTION = ActionRef("work", "conformance", "Agent.work", ("_input_event",))
 OTHER = ActionRef("other", "conformance", "Agent.other", ("_input_event",))
 
+#: ``café`` composed (NFC, 4 code points) and decomposed (NFD, 5): canonically equivalent, distinct keys.
+CAFE_NFC = unicodedata.normalize("NFC", "café")
+CAFE_NFD = unicodedata.normalize("NFD", "café")
 #: Business keys that break naive stores: prefixes of one another, separators, SQL/glob wildcards,
-#: non-ASCII and astral characters, an empty key.
-AWKWARD_KEYS = ("a", "ab", "a_0", "a|0", "a%", "a*", "A", "ключ", "键🔑", "a b", "")
+#: non-ASCII and astral characters, canonically equivalent spellings, an empty key.
+AWKWARD_KEYS = ("a", "ab", "a_0", "a|0", "a%", "a*", "A", "ключ", "键🔑", "a b", CAFE_NFC, CAFE_NFD, "")
 
 
 def ref(key: str, seq: int, action: ActionRef = ACTION) -> StateRef:
     return StateRef(key, seq, action, InputEvent(f"{key}/{seq}"), f"{key}|{seq}|{action.name}")
+
+
+def java_ref(key: str, seq: int, action: ActionRef = ACTION) -> StateRef:
+    """:func:`ref` with the state key a runtime files the state under (``{key}_{seq}_{event}_{action}``,
+    spec KEY-1): a business key holding ``_`` makes it ambiguous to split, which a store must never do."""
+    event = InputEvent(f"{key}/{seq}")
+    return StateRef(key, seq, action, event, java_state_key(key, seq, action, event))
 
 
 def typed(value: Any) -> Any:

@@ -7,10 +7,12 @@ names its clauses and shows what it expected and what the store gave back.
 
 from __future__ import annotations
 
+import functools
 import random
 import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -19,7 +21,9 @@ from reference_runtime.events import Event, InputEvent, OutputEvent, ToolRespons
 from reference_runtime.records import ActionState, CallResult, MemoryUpdate
 from reference_runtime.stores.base import ActionStateStore
 
+from .attribution import explain
 from .crash import KillConformance
+from .deadline import CHECK_TIMEOUT, guarded_check
 from .factory import StoreFactory
 from .marks import capability, clause
 from .session import session_seed
@@ -36,11 +40,52 @@ from .states import (  # re-exported: checks written elsewhere use them from her
     typed,
 )
 from .store_limits import StoreLimitsConformance
+from .store_regressions import PayloadConformance, RestartSequenceConformance
+
+#: Seconds the kit waits for a store call made on another thread, or for threads to meet (spec KIT-8).
+WAIT = 30.0
+
+
+def on_threads(calls: Sequence[Callable[[], Any]], cid: str) -> list[Any]:
+    """Run each of ``calls`` on a thread of its own, all at once, and return their results in order. Every
+    wait is bounded: a call still running after :data:`WAIT` seconds fails ``cid`` (its daemon thread is left
+    behind, blocked in the backend), and a call that raised fails ``cid`` naming what it raised."""
+    results: list[Any] = [None] * len(calls)
+    errors: list[tuple[int, BaseException]] = []
+
+    def run(n: int) -> None:
+        try:
+            results[n] = calls[n]()
+        except BaseException as exc:
+            errors.append((n, exc))
+
+    threads = [threading.Thread(target=run, args=(n,), daemon=True, name=f"conformance-{n}") for n in range(len(calls))]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + WAIT
+    for n, t in enumerate(threads):
+        t.join(max(0.0, deadline - time.monotonic()))
+        assert not t.is_alive(), (
+            f"{cid}: a store call on thread {n} did not return within {WAIT:g} s (the backend blocks)"
+        )
+    if errors:
+        n, exc = min(errors, key=lambda e: isinstance(e[1], threading.BrokenBarrierError))
+        raise AssertionError(f"{cid}: the store raised on thread {n}: {explain(exc)}") from exc
+    return results
 
 
 class _StoreChecks:
     """Every store-protocol check. Not collected itself (no ``Test`` prefix); a subclass named
     ``Test…`` is. The backend comes from the ``durable_store_factory`` fixture."""
+
+    #: Seconds each check may take, setup and teardown included, before it fails as hung (spec KIT-8). A
+    #: subclass may allow more, e.g. for a remote store on a slow network.
+    check_timeout: float = CHECK_TIMEOUT
+
+    @pytest.fixture(autouse=True)
+    def _time_limit(self, request: pytest.FixtureRequest) -> Iterator[None]:
+        with guarded_check(request.node, self.check_timeout):
+            yield
 
     @pytest.fixture(autouse=True)
     def _backend_property(self, request: pytest.FixtureRequest, durable_store_factory: StoreFactory) -> None:
@@ -351,12 +396,8 @@ class _StoreChecks:
         a write that returned on one thread is read back on any other."""
 
         def on_thread(fn: Any) -> Any:
-            out: list[Any] = []
-            t = threading.Thread(target=lambda: out.append(fn()))
-            t.start()
-            t.join()
-            assert out, "STORE-16: the store raised on another thread"
-            return out[0]
+            (outcome,) = on_threads([fn], "STORE-16")
+            return outcome
 
         r = ref("t", 0)
         on_thread(lambda: store.put(r, tagged("t", calls=1)))
@@ -449,31 +490,27 @@ class _StoreChecks:
         often, all land."""
         if "concurrent_writers" not in durable_store_factory.capabilities:
             pytest.skip("backend does not declare 'concurrent_writers'")
-        errors: list[BaseException] = []
-        barrier = threading.Barrier(4)
+        barrier = threading.Barrier(4, timeout=WAIT)
 
         def writer(key: str) -> None:
+            r = ref(key, 0)
             try:
-                r = ref(key, 0)
                 store.put(r, ActionState())
-                barrier.wait()
-                for i in range(40):
-                    store.put_call_results(r, i, [CallResult.succeeded("f", str(i), b"x")])
-                    store.put(ref(key, i + 1), tagged(f"{key}/{i}"))
-            except BaseException as exc:
-                errors.append(exc)
+            except BaseException:
+                barrier.abort()  # the others must not wait for a writer that is gone
+                raise
+            barrier.wait()
+            for i in range(40):
+                store.put_call_results(r, i, [CallResult.succeeded("f", str(i), b"x")])
+                store.put(ref(key, i + 1), tagged(f"{key}/{i}"))
 
         interval = sys.getswitchinterval()
         sys.setswitchinterval(1e-6)  # interleave the writers as much as the interpreter allows
         try:
-            threads = [threading.Thread(target=writer, args=(f"k{n}",)) for n in range(4)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+            on_threads([functools.partial(writer, f"k{n}") for n in range(4)], "STORE-5")
         finally:
             sys.setswitchinterval(interval)
-        assert not errors, f"STORE-5: a concurrent writer failed: {errors[0]!r}"
+
         for n in range(4):
             got = [c[1] for c in calls_of("STORE-5", f"key k{n}", store.get(ref(f"k{n}", 0)))]
             assert got == [str(i) for i in range(40)], f"STORE-5: key k{n} lost concurrent deltas: got {got}"
@@ -551,7 +588,15 @@ class TypedEventConformance:
 
 # Bases in this order so pytest runs the direct checks first, then the kill and the model-based check
 # (it collects inherited checks in reverse MRO order).
-class StoreConformance(ModelConformance, KillConformance, TypedEventConformance, StoreLimitsConformance, _StoreChecks):
+class StoreConformance(
+    ModelConformance,
+    KillConformance,
+    RestartSequenceConformance,
+    PayloadConformance,
+    TypedEventConformance,
+    StoreLimitsConformance,
+    _StoreChecks,
+):
     """The aggregate suite a backend author subclasses (as ``class TestMyStore(StoreConformance)``)."""
 
 

@@ -65,15 +65,62 @@ class StoreFactory:
             self._cleanup()
 
     def detected(self) -> frozenset[Capability]:
-        """Capabilities the kit can observe without trusting the declaration."""
+        """Capabilities the kit observes rather than reads from the declaration (spec CONF-1): ``core``;
+        ``restart`` when the factory has ``reopen``; ``concurrent_writers`` when, tried on a new store, four
+        threads started together (a barrier) each ``put`` a state and append 10 call records under its own
+        key, and all of it reads back within 10 s (tried only when declared: a store that does not claim it
+        may misbehave under threads); ``mid_write_kill`` when declared, with ``reopen``, where ``os.fork``
+        exists. Computed once per factory."""
+        cached: frozenset[Capability] | None = getattr(self, "_detected", None)
+        if cached is not None:
+            return cached
         found = {Capability.CORE}
         if Capability.CONCURRENT_WRITERS in self.capabilities:
-            found.add(Capability.CONCURRENT_WRITERS)
+            import threading
+            import time
+
+            from ..events import InputEvent
+            from ..records import ActionRef, ActionState, CallResult, StateRef
+
+            action = ActionRef("probe", "conformance", "probe", ("_input_event",))
+            refs = [StateRef(f"w{n}", 0, action, InputEvent(n), f"probe-w{n}") for n in range(4)]
+            barrier = threading.Barrier(len(refs), timeout=10)
+            failed: list[BaseException] = []
+
+            def write(store: ActionStateStore, ref: StateRef) -> None:
+                try:
+                    barrier.wait()
+                    store.put(ref, ActionState(task_event=ref.event))
+                    for i in range(10):
+                        store.put_call_results(ref, i, [CallResult.succeeded("f", str(i), ref.key.encode())])
+                except BaseException as exc:  # the probe fails: no capability
+                    failed.append(exc)
+                    barrier.abort()
+
+            store = self.new()
+            threads = [threading.Thread(target=write, args=(store, r), daemon=True) for r in refs]
+            try:
+                for t in threads:
+                    t.start()
+                deadline = time.monotonic() + 10
+                for t in threads:
+                    t.join(max(0.0, deadline - time.monotonic()))
+                if not failed and not any(t.is_alive() for t in threads):
+                    states = [store.get(r) for r in refs]
+                    if all(
+                        s is not None and [c.args_digest for c in s.call_results] == [str(i) for i in range(10)]
+                        for s in states
+                    ):
+                        found.add(Capability.CONCURRENT_WRITERS)
+            finally:
+                if not any(t.is_alive() for t in threads):  # a store a thread still blocks in is left alone
+                    store.close()
         if self.reopen is not None:
             found.add(Capability.RESTART)
             if Capability.MID_WRITE_KILL in self.capabilities and hasattr(os, "fork"):
                 found.add(Capability.MID_WRITE_KILL)
-        return frozenset(found)
+        self._detected = frozenset(found)
+        return self._detected
 
 
 def store_factory(

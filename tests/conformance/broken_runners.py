@@ -33,15 +33,19 @@ class RunArgs:
         store: ActionStateStore | None = None,
         mismatch: MismatchMode | None = None,
         config: Mapping[str, Any] | None = None,
+        injector: Any = None,
+        **options: Any,
     ) -> Runner:
-        """A reference runner over these arguments; ``store``, ``mismatch`` and ``config`` replace the
-        kit's where given (a broken runner's one change)."""
+        """A reference runner over these arguments; ``store``, ``mismatch``, ``config`` and ``injector``
+        replace the kit's where given, ``options`` (``codec``, ``key_scheme``, ``async_threads``) go to the
+        runner as they are (a broken runner's one change)."""
         return cls(
             self.agent,
             self.store if store is None else store,
-            injector=self.injector,
+            injector=self.injector if injector is None else injector,
             mismatch=self.mismatch if mismatch is None else mismatch,
             config=self.config if config is None else config,
+            **options,
         )
 
 

@@ -38,9 +38,9 @@ def test_the_howto_store_certifies_as_the_howto_says(pytester: pytest.Pytester) 
             r"backend: mystore   capabilities: core, restart   suite: \S+   seed: \d+   "
             r"overall level: FULL",
             r"  concurrent_writers  NONE +0 +0 +0 +1",
-            r"  core +FULL +18 +0 +0 +0",
+            r"  core +FULL +23 +0 +0 +0",
             r"  mid_write_kill +NONE +0 +0 +0 +1",
-            r"  restart +FULL +4 +0 +0 +0",
+            r"  restart +FULL +9 +0 +0 +0",
         ]
     )
     result = pytester.runpytest(
@@ -75,5 +75,5 @@ def test_the_howto_test_files_run_verbatim_under_strict_markers_and_warnings_as_
     result.stdout.fnmatch_lines(["*backend: mystore*overall level: FULL*"])
     # Two slow runner checks are deselected above, so that backend's run is not a certification (KIT-7).
     result.stdout.fnmatch_lines(
-        ["*backend: myruntime*overall level: INCOMPLETE (29 of 31 checks run; not a certification)"]
+        ["*backend: myruntime*overall level: INCOMPLETE (70 of 72 checks run; not a certification)"]
     )

@@ -5,7 +5,7 @@ import pytest
 
 from conformance.certification import backend_of
 from conformance.runner_factory import RunnerFactory
-from conformance.runner_suite import RunnerConformance
+from conformance.runner_calls import RunnerConformance
 
 
 @pytest.fixture(scope="session")

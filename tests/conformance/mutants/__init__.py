@@ -22,6 +22,8 @@ class Mutant:
     clause: str
     kind: str  # "store" or "runner"
     doc: str
+    #: The suite's ``check_timeout`` for this mutant (spec KIT-8): short for one that blocks forever.
+    timeout: float = 60.0
 
 
 def _store_classes() -> dict[str, type]:
@@ -33,18 +35,30 @@ def _store_classes() -> dict[str, type]:
 
 
 MUTANTS: dict[str, Mutant] = {
-    **{n: Mutant(n, c.VIOLATES, "store", (c.__doc__ or "").strip()) for n, c in _store_classes().items()},
+    **{
+        n: Mutant(n, c.VIOLATES, "store", (c.__doc__ or "").strip(), getattr(c, "TIMEOUT", 60.0))
+        for n, c in _store_classes().items()
+    },
     "DeclaresRestartWithoutReopen": Mutant(
         "DeclaresRestartWithoutReopen",
         "CONF-1",
         "store",
         "Claims 'restart' but gives the kit no way to reopen a store.",
     ),
-    **{n: Mutant(n, c, "runner", (fn.__doc__ or "").strip()) for n, (c, fn) in runners.MUTANTS.items()},
+    **{
+        n: Mutant(n, c, "runner", (fn.__doc__ or "").strip(), runners.TIMEOUTS.get(n, 60.0))
+        for n, (c, fn) in runners.MUTANTS.items()
+    },
 }
 
 #: Correct backends written like the mutants: each must certify FULL.
-CONTROLS = {"DictStore": "store", "LogStore": "store", "SqlStore": "store", "reference": "runner"}
+CONTROLS = {
+    "DictStore": "store",
+    "LogStore": "store",
+    "FullReplayLog": "store",
+    "SqlStore": "store",
+    "reference": "runner",
+}
 
 
 def store_factory(name: str, workdir: Path) -> StoreFactory:

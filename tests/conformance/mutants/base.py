@@ -5,8 +5,10 @@ store mutants are each one of them with one plausible bug.
 * :class:`LogStore` — a Kafka-like write-ahead log; ``rebuild_state`` replays from the minimum marker only,
   so states put before the markers are not restored (what STORE-6 allows).
 * :class:`SqlStore` — a SQLite file, one transaction per write; its data outlives a killed process.
+* :class:`FullReplayLog` — the log store replaying its whole log on ``rebuild_state``, as the Kafka store
+  does, so states put before the markers come back too.
 
-All three certify FULL (``test_mutants.py`` checks them as controls).
+All four certify FULL (``test_mutants.py`` checks them as controls).
 """
 
 from __future__ import annotations
@@ -72,8 +74,9 @@ class JsonCodec:
         # supports it) its class.
         return None if e is None else encode_event(e)
 
-    def load_event(self, d: Any) -> Event | None:
-        return None if d is None else decode_event(d, "event", Location())
+    def load_event(self, d: Any, loc: Location | None = None) -> Event | None:
+        # The state's location goes with every decoding error (EVT-2, STORE-9).
+        return None if d is None else decode_event(d, "event", loc or Location())
 
     def dump_updates(self, updates: list[MemoryUpdate]) -> Any:
         return [[u.path, self.dump_value(u.value), u.object_creation] for u in updates]
@@ -92,13 +95,13 @@ class JsonCodec:
             }
         )
 
-    def load_header(self, text: str) -> ActionState:
+    def load_header(self, text: str, loc: Location | None = None) -> ActionState:
         d = json.loads(text)
         return ActionState(
-            task_event=self.load_event(d["task"]),
+            task_event=self.load_event(d["task"], loc),
             sensory_memory_updates=self.load_updates(d["sensory"]),
             short_term_memory_updates=self.load_updates(d["short"]),
-            output_events=[e for e in map(self.load_event, d["out"]) if e is not None],
+            output_events=[e for e in (self.load_event(x, loc) for x in d["out"]) if e is not None],
             completed=d["completed"],
         )
 
@@ -120,9 +123,9 @@ class JsonCodec:
     def calls_for(self, state: ActionState) -> list[str]:
         return [] if state.completed else [self.dump_call(c) for c in state.call_results]
 
-    def load_entry(self, e: list[Any]) -> ActionState:
+    def load_entry(self, e: list[Any], loc: Location | None = None) -> ActionState:
         """The state an entry ``[key, seq, header, calls]`` holds (a mutant may keep entries its own way)."""
-        state = self.load_header(e[2])
+        state = self.load_header(e[2], loc)
         state.call_results = [self.load_call(c) for c in e[3]]
         return state
 
@@ -156,7 +159,7 @@ class DictStore(JsonCodec):
                 for sk in self.later(ref.key, ref.seq):
                     del self.entries()[sk]
                 return None
-            return self.load_entry(e)
+            return self.load_entry(e, Location(ref.key, ref.seq, ref.action.name))
 
     def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
         with self.lock:
@@ -228,7 +231,7 @@ class LogStore(JsonCodec):
             if e is None:
                 self.write(*[("D", sk) for sk, x in self.cache.items() if x[0] == ref.key and x[1] > ref.seq])
                 return None
-            return self.load_entry(e)
+            return self.load_entry(e, Location(ref.key, ref.seq, ref.action.name))
 
     def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
         self.write(("C", ref.state_key, index, [self.dump_call(r) for r in results]))
@@ -256,6 +259,15 @@ class LogStore(JsonCodec):
 
     def reopen(self) -> LogStore:
         return type(self)(self.disk)
+
+
+class FullReplayLog(LogStore):
+    """A correct Kafka-like store that replays its log from the start, whatever the markers say."""
+
+    def rebuild_state(self, markers: Sequence[Any]) -> None:
+        # Markers of other data are still refused (FAIL-6); only what it replays ignores them.
+        check_markers(markers, self.disk["epoch"], "offset", len(self.disk["log"]))
+        super().rebuild_state([{"offset": 0, "epoch": self.disk["epoch"]}])
 
 
 class SqlStore(JsonCodec):
@@ -315,7 +327,7 @@ class SqlStore(JsonCodec):
                 self.delete("key = ? AND seq > ?", (ref.key, ref.seq))
                 return None
             calls = self.conn.execute("SELECT body FROM calls WHERE sk = ? ORDER BY idx", (ref.state_key,)).fetchall()
-        state = self.load_header(row[0])
+        state = self.load_header(row[0], Location(ref.key, ref.seq, ref.action.name))
         state.call_results = [self.load_call(c[0]) for c in calls]
         return state
 

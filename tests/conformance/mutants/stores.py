@@ -5,18 +5,23 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import fnmatch
+import json
+import re
 import sqlite3
 import threading
 import time
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
-from reference_runtime.errors import Location, RecordLimitError
+from reference_runtime.errors import EventClassError, Location, RecordLimitError
+from reference_runtime.events import Event
 from reference_runtime.limits import decode_limits
-from reference_runtime.records import ActionState, CallResult, StateRef
+from reference_runtime.records import ActionState, CallResult, CallStatus, StateRef
 
-from .base import DictStore, LogStore, SqlStore
+from .base import DictStore, FullReplayLog, LogStore, SqlStore
 
 # -- serialization fidelity (STORE-1) --------------------------------------------------------------------------
 
@@ -175,8 +180,8 @@ class EventIdRegenerated(DictStore):
 
     VIOLATES = "STORE-1"
 
-    def load_event(self, d: Any) -> Any:
-        e = super().load_event(d)
+    def load_event(self, d: Any, loc: Location | None = None) -> Any:
+        e = super().load_event(d, loc)
         if e is not None:
             e.id = __import__("uuid").uuid4()
         return e
@@ -187,8 +192,8 @@ class OutputEventsNewestFirst(DictStore):
 
     VIOLATES = "STORE-1"
 
-    def load_header(self, text: str) -> ActionState:
-        s = super().load_header(text)
+    def load_header(self, text: str, loc: Location | None = None) -> ActionState:
+        s = super().load_header(text, loc)
         s.output_events.reverse()
         return s
 
@@ -207,8 +212,8 @@ class SensoryNotStored(DictStore):
 
     VIOLATES = "STORE-1"
 
-    def load_header(self, text: str) -> ActionState:
-        s = super().load_header(text)
+    def load_header(self, text: str, loc: Location | None = None) -> ActionState:
+        s = super().load_header(text, loc)
         s.sensory_memory_updates = []
         return s
 
@@ -255,8 +260,8 @@ class CompletedFlagLost(DictStore):
 
     VIOLATES = "STORE-8"
 
-    def load_header(self, text: str) -> ActionState:
-        s = super().load_header(text)
+    def load_header(self, text: str, loc: Location | None = None) -> ActionState:
+        s = super().load_header(text, loc)
         s.completed = False
         return s
 
@@ -273,7 +278,7 @@ class KeepsCallersState(DictStore):
         with self.lock:
             self.entries()[ref.state_key] = [ref.key, ref.seq, state]
 
-    def load_entry(self, e: list[Any]) -> ActionState:
+    def load_entry(self, e: list[Any], loc: Location | None = None) -> ActionState:
         state: ActionState = copy.deepcopy(e[2])
         return state
 
@@ -295,7 +300,7 @@ class ReturnsItsOwnState(KeepsCallersState):
     def put(self, ref: StateRef, state: ActionState) -> None:
         super().put(ref, copy.deepcopy(state))
 
-    def load_entry(self, e: list[Any]) -> ActionState:
+    def load_entry(self, e: list[Any], loc: Location | None = None) -> ActionState:
         state: ActionState = e[2]
         return state
 
@@ -318,8 +323,8 @@ class LazyDeltaLog(DictStore):
         with self.lock:
             self.entries()[ref.state_key].append((index, results))
 
-    def load_entry(self, e: list[Any]) -> ActionState:
-        state = self.load_header(e[2])
+    def load_entry(self, e: list[Any], loc: Location | None = None) -> ActionState:
+        state = self.load_header(e[2], loc)
         calls = [self.load_call(c) for c in e[3]]
         for index, results in e[4:]:
             calls[index : index + len(results)] = results
@@ -801,3 +806,253 @@ class WriteBehind(SqlStore):
             with contextlib.suppress(sqlite3.ProgrammingError):  # already closed
                 self.flush()
             super().close()
+
+
+# -- sequences and payloads broken stores got wrong (conformance.store_regressions, issue 29) --------------------
+
+
+class KeysNormalizedNFC(DictStore):
+    """Normalizes business keys to NFC "so equal-looking keys match": café composed and decomposed collide."""
+
+    VIOLATES = "STORE-2"
+
+    def nfc(self, ref: StateRef) -> StateRef:
+        return dataclasses.replace(
+            ref, key=unicodedata.normalize("NFC", ref.key), state_key=unicodedata.normalize("NFC", ref.state_key)
+        )
+
+    def put(self, ref: StateRef, state: ActionState) -> None:
+        super().put(self.nfc(ref), state)
+
+    def get(self, ref: StateRef) -> ActionState | None:
+        return super().get(self.nfc(ref))
+
+    def prune_state(self, key: str, seq: int) -> None:
+        super().prune_state(unicodedata.normalize("NFC", key), seq)
+
+
+class KeyFromStateKey(DictStore):
+    """Files a state under the business key it parses from the state key, up to the first separator."""
+
+    VIOLATES = "STORE-2"
+
+    def put(self, ref: StateRef, state: ActionState) -> None:
+        super().put(dataclasses.replace(ref, key=re.split(r"[_|]", ref.state_key, maxsplit=1)[0]), state)
+
+    def get(self, ref: StateRef) -> ActionState | None:
+        return super().get(dataclasses.replace(ref, key=re.split(r"[_|]", ref.state_key, maxsplit=1)[0]))
+
+
+class ExceptionPayloadAsText(DictStore):
+    """Keeps exception payloads in a text column, decoded as UTF-8 ("they are error messages")."""
+
+    VIOLATES = "STORE-1"
+
+    def dump_call(self, c: CallResult) -> str:
+        if c.exception_payload is None:
+            return super().dump_call(c)
+        text = c.exception_payload.decode("utf-8")
+        return json.dumps(
+            [c.function_id, c.args_digest, None, {"t": text}, None if c.status is None else c.status.value]
+        )
+
+    def load_call(self, text: str) -> CallResult:
+        f, d, r, x, st = json.loads(text)
+        if isinstance(x, dict) and "t" in x:
+            return CallResult(f, d, self.load_value(r), x["t"].encode("utf-8"), None if st is None else CallStatus(st))
+        return super().load_call(text)
+
+
+class ReadsFirstPage(SqlStore):
+    """Reads call records one page of 256 rows: a state with more comes back cut."""
+
+    VIOLATES = "STORE-1"
+
+    def get(self, ref: StateRef) -> ActionState | None:
+        state = super().get(ref)
+        if state is not None:
+            state.call_results = state.call_results[:256]
+        return state
+
+
+class SlotIndexAsByte(DictStore):
+    """Keeps a delta's slot index in one byte: slot 300 is written at 44."""
+
+    VIOLATES = "STORE-5"
+
+    def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
+        super().put_call_results(ref, index % 256 if index < len(self.entries()[ref.state_key][3]) else index, results)
+
+
+class HeaderCapped(DictStore):
+    """Refuses a state whose header (task event, memory updates, outputs) passes 400 KB, as a document store
+    with a 400 KB item limit does."""
+
+    VIOLATES = "STORE-1"
+
+    def dump_header(self, s: ActionState) -> str:
+        text = super().dump_header(s)
+        if len(text) > 400_000:
+            raise ValueError(f"item size {len(text)} exceeds the 400 KB limit")
+        return text
+
+
+class HeaderMergedOnPut(DictStore):
+    """A second put keeps the first put's memory updates and outputs where the new state has none (an upsert
+    with COALESCE)."""
+
+    VIOLATES = "STORE-1"
+
+    def put(self, ref: StateRef, state: ActionState) -> None:
+        old = self.entries().get(ref.state_key)
+        if old is not None:
+            before = self.load_header(old[2])
+            state = dataclasses.replace(
+                state,
+                sensory_memory_updates=state.sensory_memory_updates or before.sensory_memory_updates,
+                short_term_memory_updates=state.short_term_memory_updates or before.short_term_memory_updates,
+                output_events=state.output_events or before.output_events,
+            )
+        super().put(ref, state)
+
+
+class PrunesOnlySinceMarker(FullReplayLog):
+    """Writes prune tombstones only for states put since the last marker ("older ones are compacted away"):
+    after a full replay they come back."""
+
+    VIOLATES = "STORE-4"
+
+    def __init__(self, disk: dict[str, Any] | None = None) -> None:
+        super().__init__(disk)
+        self.since_marker: set[str] = set()
+
+    def put(self, ref: StateRef, state: ActionState) -> None:
+        super().put(ref, state)
+        self.since_marker.add(ref.state_key)
+
+    def get_recovery_marker(self) -> Any:
+        self.since_marker.clear()
+        return super().get_recovery_marker()
+
+    def prune_state(self, key: str, seq: int) -> None:
+        with self.lock:
+            for sk in [sk for sk, x in self.cache.items() if x[0] == key and x[1] <= seq]:
+                if sk in self.since_marker:
+                    self.write(("D", sk))
+                else:
+                    self.apply(("D", sk))
+
+
+class MarkerCountsReads(LogStore):
+    """Its marker is an operation counter that counts reads too, so it points past the log's end."""
+
+    VIOLATES = "STORE-6"
+
+    def get(self, ref: StateRef) -> ActionState | None:
+        self.disk["reads"] = self.disk.get("reads", 0) + 1
+        return super().get(ref)
+
+    def get_recovery_marker(self) -> Any:
+        return {"offset": len(self.disk["log"]) + self.disk.get("reads", 0)}
+
+
+class MissNotLogged(LogStore):
+    """A miss drops the later states from the cache only: a replay brings them back."""
+
+    VIOLATES = "STORE-3"
+
+    def get(self, ref: StateRef) -> ActionState | None:
+        with self.lock:
+            if ref.state_key not in self.cache:
+                for sk in [sk for sk, x in self.cache.items() if x[0] == ref.key and x[1] > ref.seq]:
+                    self.apply(("D", sk))
+                return None
+        return super().get(ref)
+
+
+class DeferredTombstones(LogStore):
+    """Batches prune tombstones and appends them after the next write: a state put again right after its
+    prune is deleted by the replay."""
+
+    VIOLATES = "STORE-4"
+
+    def __init__(self, disk: dict[str, Any] | None = None) -> None:
+        super().__init__(disk)
+        self.tombstones: list[tuple[Any, ...]] = []
+
+    def prune_state(self, key: str, seq: int) -> None:
+        with self.lock:
+            for sk in [sk for sk, x in self.cache.items() if x[0] == key and x[1] <= seq]:
+                self.apply(("D", sk))
+                self.tombstones.append(("D", sk))
+
+    def write(self, *records: tuple[Any, ...]) -> None:
+        with self.lock:
+            super().write(*records)
+            tombstones, self.tombstones = self.tombstones, []
+            self.append(*tombstones)
+
+
+class PlainEventForUnknownClass(DictStore):
+    """Reads an event whose class is gone as a plain event ("lenient decoding")."""
+
+    VIOLATES = "EVT-2"
+
+    def load_event(self, d: Any, loc: Location | None = None) -> Any:
+        try:
+            return super().load_event(d, loc)
+        except EventClassError:
+            return Event(d.get("type", ""), d.get("attributes", {})) if isinstance(d, dict) else None
+
+
+class BusyWhileWriting(DictStore):
+    """One connection, no queue: a write while another is in flight fails with "store busy"."""
+
+    VIOLATES = "STORE-5"
+
+    def __init__(self, disk: dict[str, Any] | None = None) -> None:
+        super().__init__(disk)
+        self.connection = threading.Lock()
+
+    def put(self, ref: StateRef, state: ActionState) -> None:
+        if not self.connection.acquire(blocking=False):
+            raise RuntimeError("store busy: one write at a time")
+        try:
+            time.sleep(0.001)  # the round trip
+            super().put(ref, state)
+        finally:
+            self.connection.release()
+
+
+class ClaimsConcurrentWriters(BusyWhileWriting):
+    """:class:`BusyWhileWriting`, declaring ``concurrent_writers``: the kit tries the claim and refuses it."""
+
+    VIOLATES = "CONF-1"
+
+
+class NonReentrantLock(DictStore):
+    """Guards its table with a plain Lock, and the miss path takes it again: the first miss deadlocks."""
+
+    VIOLATES = "STORE-3"
+    TIMEOUT = 3.0
+
+    def __init__(self, disk: dict[str, Any] | None = None) -> None:
+        super().__init__(disk)
+        self.lock = threading.Lock()  # type: ignore[assignment]
+
+    def later(self, key: str, seq: int) -> list[str]:
+        with self.lock:  # already held by get: blocks forever
+            return super().later(key, seq)
+
+
+class EventsLoseTheirClass(DictStore):
+    """Keeps events as type and attributes only: a user event class comes back as a plain Event."""
+
+    VIOLATES = "EVT-1"
+
+    def dump_event(self, e: Any) -> Any:
+        d = super().dump_event(e)
+        if isinstance(d, dict):
+            d.pop("py", None)
+            d.pop("fields", None)
+        return d
