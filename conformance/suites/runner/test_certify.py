@@ -4,8 +4,8 @@
 import pytest
 
 from conformance.certification import backend_of
-from conformance.runner_factory import RunnerFactory
 from conformance.runner_calls import RunnerConformance
+from conformance.runner_factory import RunnerFactory
 
 
 @pytest.fixture(scope="session")
