@@ -193,12 +193,23 @@ class FlinkAgentsKafkaStore(KafkaStore):
         checks = [(sk, engine_check(v)) for sk, v in self._live_values().items()]
         owner = topic_owner(checks, self.declared_version)
         self.owner = owner
-        if owner.version is not None and not owner.unreadable:
+        if owner.version is not None and not self._foreign(owner, dict(checks)):
             return
         if migrate:
             self._migrate(dict(checks))
             return
         self._refusal = TopicFormatError(self._mismatch_message(owner, dict(checks)))
+
+    def _foreign(self, owner: TopicOwner, checks: dict[str, EngineCheck]) -> list[tuple[str, str]]:
+        """The live states the owner's engine cannot read and this store did not write itself. In a topic whose
+        version was not declared, a record the 0.3 engine refuses only for this store's own ``objectCreation``
+        flag (PR #1030) is the store's own writing and is read back whole; `durable inspect` still flags it
+        (INS-8). In a topic declared engine-owned, nothing of the kind is written (see :meth:`_encode`)."""
+        return [
+            (sk, why)
+            for sk, why in owner.unreadable
+            if not (self.declared_version is None and owner.version == V030 and checks[sk].pr1030_only)
+        ]
 
     def _mismatch_message(self, owner: TopicOwner, checks: dict[str, EngineCheck]) -> str:
         held = ", ".join(f"{n} state(s) only the {v} engine reads" for v, n in owner.only if n) or "states"
@@ -208,11 +219,12 @@ class FlinkAgentsKafkaStore(KafkaStore):
                 "so nothing is written. See it with `durable inspect`; to make it one version's, reopen with "
                 "&version=V&migrate=true (V = 0.2 or 0.3, the version of the engine that runs on it)"
             )
-        sk, why = owner.unreadable[0]
+        foreign = self._foreign(owner, checks)
+        sk, why = foreign[0]
         readers = sorted(checks[sk].readers)
         other = f"the {readers[0]} format" if readers else "a format no engine reads"
         return (
-            f"Kafka store {self.url}: the topic holds {len(owner.unreadable)} state(s) in {other} that the "
+            f"Kafka store {self.url}: the topic holds {len(foreign)} state(s) in {other} that the "
             f"Flink Agents {owner.version} engine this store writes for cannot read (e.g. {sk}: {why}); writing "
             f"{owner.version} records beside them is refused. Open it with version="
             f"{readers[0] if readers else '0.3'} to write what its engine reads, or with "
@@ -247,6 +259,19 @@ class FlinkAgentsKafkaStore(KafkaStore):
     def _encode(self, state: ActionState, ref: StateRef, index: int | None = None) -> bytes:
         if self._refusal is not None:
             raise self._refusal
+        if self.declared_version == V030 and any(
+            u.object_creation for u in (*state.short_term_memory_updates, *state.sensory_memory_updates)
+        ):
+            # A topic declared engine-owned gets only what its engine reads (WIRE-15): 0.3.x refuses the
+            # objectCreation flag, and without it replays new_object as set(path, None) (#1029).
+            raise TopicFormatError(
+                f"Kafka store {self.url}: this state has a new_object memory update, which no Flink Agents 0.3 "
+                "engine reads correctly: 0.3.1 refuses the objectCreation flag that records it (PR #1030), and "
+                "without the flag it replays new_object as set(path, None), corrupting memory (#1029). Set the "
+                "fields with set() instead of new_object(), or leave version= out of the URL for a topic that no "
+                "real engine reads",
+                location(ref, index),
+            )
         try:
             return encode_value(state, self.version)
         except LegacyFormatError as exc:

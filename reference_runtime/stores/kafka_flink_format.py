@@ -27,6 +27,7 @@ and 0.2.0 records (``PythonEvent`` events, plain JSON memory values), which are 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 from collections.abc import Iterable, Sequence
@@ -263,6 +264,10 @@ class EngineCheck:
 
     readers: frozenset[str]
     reasons: tuple[tuple[str, str], ...] = ()
+    #: The 0.3 engine refuses the value only for the ``objectCreation`` flag this project's 0.3 writer puts on a
+    #: ``new_object`` update (PR #1030, the fix of #1029): the value is what this store itself writes into a
+    #: topic whose version was not declared, and a store reading it back reads it whole.
+    pr1030_only: bool = False
 
     def reason(self, version: str) -> str | None:
         return dict(self.reasons).get(version)
@@ -316,16 +321,19 @@ def engine_check(value: bytes) -> EngineCheck:
     except WireFormatError as exc:
         return EngineCheck(frozenset(), tuple((v, f"not JSON: {exc.reason}") for v in VERSIONS))
     reasons: list[tuple[str, str]] = []
+    pr1030_only = False
     try:
         if read_action_state(value, dialect="head") is None:
             reasons.append((V030, "the value is JSON null"))
     except WireFormatError as exc:
         reasons.append((V030, exc.reason))
+        with contextlib.suppress(WireFormatError):
+            pr1030_only = read_action_state(value) is not None
     why = _why_not_020(raw)
     if why is not None:
         reasons.append((V020, why))
     refused = {v for v, _ in reasons}
-    return EngineCheck(frozenset(v for v in VERSIONS if v not in refused), tuple(reasons))
+    return EngineCheck(frozenset(v for v in VERSIONS if v not in refused), tuple(reasons), pr1030_only)
 
 
 @dataclass(frozen=True)

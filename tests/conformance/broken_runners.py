@@ -11,7 +11,7 @@ from conformance import RunFunction, RunnerFactory
 from reference_runtime import Agent, FaultInjector, Runner, RunResult, SimulatedCrash
 from reference_runtime.durable import MismatchMode
 from reference_runtime.records import ActionState, StateRef
-from reference_runtime.stores.base import ActionStateStore
+from reference_runtime.stores.base import ActionStateStore, RecoveryMarker
 from reference_runtime.stores.memory import InMemoryStore
 
 
@@ -67,6 +67,14 @@ def run_function(body: Callable[[RunArgs], RunResult]) -> RunFunction:
     return run
 
 
+class _Amnesiac(InMemoryStore):
+    """An empty store that takes any recovery marker without noticing it holds none of that data (a lossy
+    backend that does not detect its loss, FAIL-6), so the runner recovers as if nothing happened."""
+
+    def rebuild_state(self, markers: Sequence[RecoveryMarker]) -> None:
+        return None
+
+
 @run_function
 def forgetful(run: RunArgs) -> RunResult:
     """Recovers against an empty store: every call executes again."""
@@ -78,7 +86,7 @@ def forgetful(run: RunArgs) -> RunResult:
             return runner.result()
         except SimulatedCrash as crash:
             runner.crashes.append(crash.point)
-            runner.store = InMemoryStore()
+            runner.store = _Amnesiac()
             runner.fail_over()
 
 

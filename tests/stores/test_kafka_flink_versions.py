@@ -374,3 +374,50 @@ def test_every_record_the_current_writer_makes_is_read_by_the_03_reader(tansu: s
         assert "0.3" in engine_check(value).readers, value[:300]
         java = read_action_state(value, dialect="head")
         assert java is not None and write_action_state(java) == value
+
+
+def _with_new_object(ref: StateRef) -> ActionState:
+    state = ActionState(task_event=ref.event)
+    state.short_term_memory_updates = [MemoryUpdate("profile", None, True), MemoryUpdate("profile.name", "ann")]
+    state.mark_completed()
+    return state
+
+
+def test_a_store_reads_back_its_own_new_object_records_after_a_restart(tansu: str) -> None:
+    """WIRE-15: in a topic whose version was not declared, the store writes a new_object update with the
+    objectCreation flag (PR #1030) and, reopened, accepts its own records and writes beside them (before,
+    detection took them for a foreign format and refused every write); inspect still says the released 0.3
+    engine cannot read them (INS-8)."""
+    topic = _topic()
+    ref = StateRef("k", 0, ActionRef("a", "m", "M.a", ("_input_event",)), InputEvent(1), "k_0_x")
+    first = open_store(f"kafka://{tansu}/{topic}?format=flink-agents")
+    try:
+        first.put(ref, _with_new_object(ref))
+    finally:
+        first.close()
+    again = open_store(f"kafka://{tansu}/{topic}?format=flink-agents")
+    try:
+        again.rebuild_state([])  # no markers: the whole topic (WIRE-6)
+        assert again.get(ref) == _with_new_object(ref)
+        later = StateRef("k", 1, ref.action, InputEvent(2), "k_1_x")
+        again.put(later, ActionState(task_event=later.event))
+    finally:
+        again.close()
+    [check] = [engine_check(v) for _p, _o, k, v in read_topic(tansu, topic) if k == "k_0_x" and v is not None][-1:]
+    assert check.pr1030_only and "objectCreation" in (check.reason("0.3") or "")
+
+
+def test_a_topic_declared_03_gets_no_new_object_record(tansu: str) -> None:
+    """WIRE-15: a topic declared owned by a 0.3 engine (version=0.3) gets no record its engine misreads: a
+    new_object update is refused with a TopicFormatError naming #1029 and the fix, and nothing is written."""
+    topic = _topic()
+    ref = StateRef("k", 0, ActionRef("a", "m", "M.a", ("_input_event",)), InputEvent(1), "k_0_x")
+    store = open_store(f"kafka://{tansu}/{topic}?format=flink-agents&version=0.3")
+    try:
+        with pytest.raises(TopicFormatError) as info:
+            store.put(ref, _with_new_object(ref))
+        assert "#1029" in str(info.value) and "set()" in str(info.value)
+        assert info.value.location is not None and info.value.location.key == "k"
+    finally:
+        store.close()
+    assert [v for _p, _o, _k, v in read_topic(tansu, topic) if v is not None] == []
