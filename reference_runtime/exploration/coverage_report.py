@@ -182,8 +182,12 @@ class Report:
             points = agent["fault_points"]
             never = [p for p in points if p["crashed"] == 0]
             out.append(f"{name}: {len(never)} of {len(points)} fault points never crashed")
-            for p in never[:TERMINAL_POINTS]:
-                out.append(f"  never crashed: {p['selector']}  (reached by {p['first_reached_by']})")
+            test = None
+            for p in never[:TERMINAL_POINTS]:  # grouped by the test whose crash-free run reached them
+                if p["reached_by"] != test:
+                    test = p["reached_by"]
+                    out.append(f"  never crashed, reached by {test}:")
+                out.append(f"    {p['selector']}")
             if len(never) > TERMINAL_POINTS:
                 out.append(f"  ... and {len(never) - TERMINAL_POINTS} more (JSON and HTML reports list them all)")
             for a in agent["actions"]:
@@ -251,13 +255,13 @@ class Report:
             parts.append(f"<h2>{e(name)}</h2><p>{never} of {len(points)} fault points never crashed.</p>")
             parts.append(
                 "<table><tr><th>fault point</th><th>crashed</th><th>crash-free runs</th>"
-                "<th>selector to crash there</th><th>first reached by</th></tr>"
+                "<th>selector to crash there</th><th>reached by</th></tr>"
             )
             for p in points:
                 cls = "miss" if not p["crashed"] else "hit"
                 parts.append(
                     f"<tr class='{cls}'><td>{e(p['point'])}</td><td>{p['crashed']}</td><td>{p['reached']}</td>"
-                    f"<td><code>{e(p['selector'])}</code></td><td>{e(p['first_reached_by'])}</td></tr>"
+                    f"<td><code>{e(p['selector'])}</code></td><td>{e(p['reached_by'])}</td></tr>"
                 )
             parts.append("</table>")
             findings = [
@@ -344,7 +348,7 @@ def _points(tally_points: dict[str, Site]) -> list[dict[str, Any]]:
             "function": s.function,
             "reached": s.reached,
             "crashed": s.crashed,
-            "first_reached_by": s.test,
+            "reached_by": s.test,
         }
         for site, s in tally_points.items()
     ]
@@ -455,3 +459,46 @@ def _link_pages(report: Report, lines_dir: Path) -> None:
         )
         if target is not None:
             target.page = f"lines/{page}.html"
+
+
+class Measuring:
+    """One process's crash coverage, from :meth:`start` to :meth:`finish`: a :class:`Tally` recording the engine's
+    fault points and the runtime's executions, and the lines measured by context (COV-2, COV-3)."""
+
+    def __init__(self, lines: Lines, tally: Tally) -> None:
+        self.lines = lines
+        self.tally = tally
+
+    @classmethod
+    def start(cls, test: str = "collection") -> Measuring:
+        """Start measuring now (coverage.py must be installed: :func:`~reference_runtime.exploration.lines.require_coverage`)."""
+        from .lines import Lines
+        from .reached import activate
+
+        lines = Lines.start()
+        tally = Tally(lines)
+        tally.test = test
+        activate(tally)
+        return cls(lines, tally)
+
+    def finish(self) -> dict[str, Any]:
+        """Stop recording and measuring; what was recorded, as :func:`collect` data."""
+        from .reached import activate, active
+
+        if active() is self.tally:
+            activate(None)
+        try:
+            return collect(self.tally, self.lines)
+        finally:
+            self.lines.stop()
+
+
+def write(report: Report, html_dir: Path | None, json_path: Path | None) -> list[str]:
+    """Write the JSON report (the HTML one is written by :func:`build`); the lines saying where both are."""
+    said = []
+    if html_dir is not None:
+        said.append(f"HTML report: {html_dir / 'index.html'}")
+    if json_path is not None:
+        report.write_json(json_path)
+        said.append(f"JSON report: {json_path}")
+    return said

@@ -129,7 +129,7 @@ class Site:
     """A fault point's place in one agent's code (:func:`site_of`) and what the session did there."""
 
     selector: str  # the first reached point's own selector, to paste into crash_at= or durable.crash()
-    test: str  # the test whose crash-free run reached it first
+    test: str  # the first test (by name) whose crash-free run reached it
     phase: str
     action: str | None
     call_index: int | None
@@ -184,6 +184,9 @@ class Tally:
                     point.call_index,
                     point.function_id,
                 )
+            elif (self.test, selector_for(point).text()) < (known.test, known.selector):
+                # The first test by name that reached it, so that a run under xdist names the same one.
+                known.test, known.selector = self.test, selector_for(point).text()
             if site not in seen:  # a run counts once per site, however often it passes it
                 seen.add(site)
                 known.reached += 1
