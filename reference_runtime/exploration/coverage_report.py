@@ -16,6 +16,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import sys
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -228,12 +229,15 @@ class Report:
         return "coverage.py does not trace it (an installed package, or one of pytest-durable's)"
 
     def _shown(self, path: str | None) -> str:
+        """``path`` relative to the root if inside it, else to the import path entry it was imported from."""
         if path is None:
             return ""
-        try:
-            return Path(path).relative_to(self.root).as_posix()
-        except ValueError:
-            return path
+        for base in [self.root, *sorted((Path(p) for p in sys.path if p), key=lambda p: -len(str(p)))]:
+            try:
+                return Path(path).relative_to(base.resolve()).as_posix()
+            except (ValueError, OSError):
+                continue
+        return path
 
     # -- HTML ---------------------------------------------------------------------------------------------------
 
@@ -322,6 +326,7 @@ _CSS = """
 body { font-family: sans-serif; margin: 2em; color: #222; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
 th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; font-size: 14px; }
+td:first-child, td code { white-space: nowrap; }
 tr.miss td { background: #fde2e1; }
 tr.hit td { background: #e3f5e1; }
 code, pre { font-family: monospace; }
