@@ -23,6 +23,7 @@ ALL = [
     "p9_sweep",
     "p10_redis",
     "p11_stores",
+    "p12_coverage",
 ]
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .plugin import _addini, _flag, _option
+from .plugin import _addini, _flag
 
 if TYPE_CHECKING:
     from reference_runtime.exploration.coverage_report import Measuring

@@ -12,9 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-if TYPE_CHECKING:
-    from .agent import Agent
-    from .durable import JournalEntry
+if TYPE_CHECKING:  # not .agent nor .durable: both import this module (agents are ``type[Any]`` here)
     from .faults import FaultPoint
     from .records import ActionState, StateRef
 
@@ -25,18 +23,19 @@ class Observer(Protocol):
     """Told about action executions by :class:`~reference_runtime.Runner` (all on the runner's thread, except
     :meth:`reconciler_given`, which comes from wherever the action's durable call opens its slot)."""
 
-    def action_started(self, agent: type[Agent], ref: StateRef, recovery: bool, after: FaultPoint | None) -> None:
+    def action_started(self, agent: type[Any], ref: StateRef, recovery: bool, after: FaultPoint | None) -> None:
         """An execution of ``ref``'s action starts. ``recovery``: the store held the action's state, unfinished,
         so this execution re-enters an action a crash interrupted and replays its call records; ``after`` is the
         crash the runner last recovered from (None if it knows of none)."""
 
-    def action_ended(self, agent: type[Agent], ref: StateRef, journal: Sequence[JournalEntry]) -> None:
-        """The execution's user code returned or raised (a crash included); ``journal`` holds its durable calls."""
+    def action_ended(self, agent: type[Any], ref: StateRef, journal: Sequence[Any]) -> None:
+        """The execution's user code returned or raised (a crash included); ``journal`` holds its durable calls
+        (:class:`~reference_runtime.JournalEntry`)."""
 
-    def action_completed(self, agent: type[Agent], ref: StateRef, state: ActionState) -> None:
+    def action_completed(self, agent: type[Any], ref: StateRef, state: ActionState) -> None:
         """The action's completed state, with its memory writes, is persisted."""
 
-    def action_replayed(self, agent: type[Agent], ref: StateRef, state: ActionState) -> None:
+    def action_replayed(self, agent: type[Any], ref: StateRef, state: ActionState) -> None:
         """Recovery found the action completed and applies its recorded memory writes and outputs instead of
         running it."""
 

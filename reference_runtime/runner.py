@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import observe
 from .agent import ActionSpec, Agent
 from .clock import Clock, SystemClock, let_time_pass
 from .codecs import PayloadCodec, default_codec
@@ -32,7 +33,6 @@ from .events import Event, InputEvent, OutputEvent
 from .faults import FaultInjector, FaultPoint, Phase, SimulatedCrash
 from .key_schemes import KeyScheme, get_key_scheme
 from .limits import safe_repr
-from . import observe
 from .memory import FlatMemory, MemoryObject, MemorySnapshot, MemoryTtl, MemoryView
 from .records import ActionRef, ActionState, StateRef
 from .signing import StateSigner

@@ -220,7 +220,7 @@ class Report:
                     f"{_listed(f.recovery_only):<13}  {_listed(f.never_run)}"
                 )
                 if f.imported_before_measurement:
-                    out.append(f"  note: imported before measuring started: its import-time lines show as never run")
+                    out.append("  note: imported before measuring started: its import-time lines show as never run")
         return out
 
     def _unmeasured(self) -> str:
@@ -285,7 +285,8 @@ class Report:
                 if not f["replayed"]
             ]
             findings += [
-                f"memory <b>{e(m['memory'])} {e(m['path'])}</b> written by {e(m['action'])}: never replayed after a crash"
+                f"memory <b>{e(m['memory'])} {e(m['path'])}</b> written by {e(m['action'])}: "
+                "never replayed after a crash"
                 for m in agent["memory"]
                 if not m["replayed"]
             ]
@@ -422,10 +423,10 @@ def build(collected: dict[str, Any], root: Path, html_dir: Path | None = None) -
             except Exception:  # the source is gone: say so rather than guess
                 lines.measured = False
                 continue
-            by_line = {int(n): c for n, c in measured[path].items()}
-            run = {n for n, c in by_line.items() if any(x.startswith(RUN) for x in c)}
-            recovery = {n for n, c in by_line.items() if any(x.startswith(RECOVERY) for x in c)}
-            outside = {n for n, c in by_line.items() if "" in c}
+            contexts_of = {int(n): c for n, c in measured[path].items()}
+            run = {n for n, c in contexts_of.items() if any(x.startswith(RUN) for x in c)}
+            recovery = {n for n, c in contexts_of.items() if any(x.startswith(RECOVERY) for x in c)}
+            outside = {n for n, c in contexts_of.items() if "" in c}
             stmts = set(statements)
             lines.statements = len(stmts)
             lines.crash_free = sorted(run & stmts)
@@ -476,7 +477,8 @@ class Measuring:
 
     @classmethod
     def start(cls, test: str = "collection") -> Measuring:
-        """Start measuring now (coverage.py must be installed: :func:`~reference_runtime.exploration.lines.require_coverage`)."""
+        """Start measuring now (coverage.py must be installed:
+        :func:`~reference_runtime.exploration.lines.require_coverage`)."""
         from .lines import Lines
         from .reached import activate
 

@@ -22,7 +22,7 @@ import sys
 import sysconfig
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from reference_runtime import observe
 from reference_runtime.faults import FaultPoint
@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from reference_runtime.durable import JournalEntry
     from reference_runtime.records import ActionState, StateRef
 
-    from .lines import Lines
 
 __all__ = ["RECOVERY", "RUN", "Tally", "activate", "active", "agent_name", "crash_free", "crashed", "site_of"]
 
@@ -45,15 +44,28 @@ RECOVERY = "durable:recovery"
 
 #: The packages of this distribution: their code is the runtime's, never an agent's.
 _OURS = tuple(
-    str(Path(__file__).resolve().parents[2] / name) + os.sep for name in ("reference_runtime", "pytest_durable", "conformance")
+    str(Path(__file__).resolve().parents[2] / name) + os.sep
+    for name in ("reference_runtime", "pytest_durable", "conformance")
 )
 #: Where the standard library and installed third-party packages live (a durable function there is not the
 #: agent's own code, e.g. ``time.time``).
 _INSTALLED = tuple(
-    {str(Path(p).resolve()) + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib") if (p := sysconfig.get_path(k))}
+    {
+        str(Path(p).resolve()) + os.sep
+        for k in ("stdlib", "platstdlib", "purelib", "platlib")
+        if (p := sysconfig.get_path(k))
+    }
 )
 
 _tally: Tally | None = None
+
+
+class Contexts(Protocol):
+    """What measures lines by context while executions run (:class:`~reference_runtime.exploration.lines.Lines`)."""
+
+    def enter(self, token: int, label: str) -> None: ...
+
+    def leave(self, token: int) -> None: ...
 
 
 def active() -> Tally | None:
@@ -156,9 +168,10 @@ class AgentTally:
 
 
 class Tally:
-    """The session's record (see the module docstring); also the runtime's :class:`~reference_runtime.observe.Observer`."""
+    """The session's record (see the module docstring); also the runtime's
+    :class:`~reference_runtime.observe.Observer`."""
 
-    def __init__(self, lines: Lines | None = None) -> None:
+    def __init__(self, lines: Contexts | None = None) -> None:
         self.agents: dict[str, AgentTally] = {}
         #: The test running now, named in the sites it reaches first.
         self.test = "collection"
@@ -198,7 +211,12 @@ class Tally:
             known = tally.points.get(site)
             if known is None:  # reached only after an earlier crash of the schedule, never crash-free
                 known = tally.points[site] = Site(
-                    selector_for(point).text(), self.test, point.phase.value, point.action, point.call_index, point.function_id
+                    selector_for(point).text(),
+                    self.test,
+                    point.phase.value,
+                    point.action,
+                    point.call_index,
+                    point.function_id,
                 )
             known.crashed += 1
 
@@ -297,7 +315,10 @@ class Tally:
 
     def _memory(self, agent: type[Agent], ref: StateRef, state: ActionState, what: str) -> None:
         tally = self._agent(agent)
-        for kind, updates in (("short_term", state.short_term_memory_updates), ("sensory", state.sensory_memory_updates)):
+        for kind, updates in (
+            ("short_term", state.short_term_memory_updates),
+            ("sensory", state.sensory_memory_updates),
+        ):
             for update in updates:
                 key = f"{ref.action.name}/{kind}/{update.path}"
                 entry = tally.memory.get(key)

@@ -31,7 +31,9 @@ def executable() -> str | None:
     """Chromium's path, or None; with ``DURABLE_REQUIRE_CHROMIUM=1`` (CI) a missing Chromium is an error."""
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found is None and os.environ.get("DURABLE_REQUIRE_CHROMIUM") == "1":
-        raise RuntimeError("chromium is required (DURABLE_REQUIRE_CHROMIUM=1): scripts/install-test-deps.sh installs it")
+        raise RuntimeError(
+            "chromium is required (DURABLE_REQUIRE_CHROMIUM=1): scripts/install-test-deps.sh installs it"
+        )
     return found
 
 
@@ -68,8 +70,17 @@ def coverage_report(workdir: Path) -> Path:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("COVERAGE_", "COV_CORE_"))}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     subprocess.run(
-        [sys.executable, "-m", "pytest", "test_refund_crashes.py", "-q", "-p", "no:cacheprovider",
-         "--durable-coverage-html", "crash-coverage"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "test_refund_crashes.py",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--durable-coverage-html",
+            "crash-coverage",
+        ],
         cwd=workdir,
         env=env,
         capture_output=True,

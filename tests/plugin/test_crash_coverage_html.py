@@ -28,7 +28,13 @@ def _png_colours(png: Path) -> int:
     raw = zlib.decompress(b"".join(body for kind, body in chunks if kind == b"IDAT"))
     channels = {2: 3, 6: 4}[colour]
     stride = 1 + width * channels * depth // 8
-    return len({raw[r * stride + 1 + i : r * stride + 1 + i + channels] for r in range(0, 400, 7) for i in range(0, width * channels, channels * 5)})
+    return len(
+        {
+            raw[r * stride + 1 + i : r * stride + 1 + i + channels]
+            for r in range(0, 400, 7)
+            for i in range(0, width * channels, channels * 5)
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +51,7 @@ def test_the_html_report_renders_in_chromium(report: Path, tmp_path: Path) -> No
     assert "11 of 14 fault points never crashed." in page
     assert "call0:after-pending?key=order-7&amp;seq=0&amp;action=notify" in page
     assert "RefundAgent.notify.&lt;locals&gt;.mail_sent" in page and "never invoked" in page
-    assert "class=\"recovery-only\"" in page
+    assert 'class="recovery-only"' in page
     png = tmp_path / "index.png"
     chromium.screenshot(report, png)
     assert _png_colours(png) > 20
