@@ -186,39 +186,29 @@ class Tally:
         tally = self._agent(agent)
         seen: set[str] = set()
         for point in trace:
-            site = site_of(point)
-            known = tally.points.get(site)
-            if known is None:
-                known = tally.points[site] = Site(
-                    selector_for(point).text(),
-                    self.test,
-                    point.phase.value,
-                    point.action,
-                    point.call_index,
-                    point.function_id,
-                )
-            elif (self.test, selector_for(point).text()) < (known.test, known.selector):
-                # The first test by name that reached it, so that a run under xdist names the same one.
-                known.test, known.selector = self.test, selector_for(point).text()
+            site, known = self._site(tally, point)
             if site not in seen:  # a run counts once per site, however often it passes it
                 seen.add(site)
                 known.reached += 1
 
     def fired(self, agent: Any, fired: Iterable[FaultPoint]) -> None:
         tally = self._agent(agent)
-        for point in fired:
-            site = site_of(point)
-            known = tally.points.get(site)
-            if known is None:  # reached only after an earlier crash of the schedule, never crash-free
-                known = tally.points[site] = Site(
-                    selector_for(point).text(),
-                    self.test,
-                    point.phase.value,
-                    point.action,
-                    point.call_index,
-                    point.function_id,
-                )
-            known.crashed += 1
+        for point in fired:  # a point may be new here: reached only after an earlier crash of a schedule
+            self._site(tally, point)[1].crashed += 1
+
+    def _site(self, tally: AgentTally, point: FaultPoint) -> tuple[str, Site]:
+        """The point's place and what is known of it, naming the first test by name that reached it (so that a
+        run under xdist names the same one) and that test's selector."""
+        site = site_of(point)
+        selector = selector_for(point).text()
+        known = tally.points.get(site)
+        if known is None:
+            known = tally.points[site] = Site(
+                selector, self.test, point.phase.value, point.action, point.call_index, point.function_id
+            )
+        elif (self.test, selector) < (known.test, known.selector):
+            known.test, known.selector = self.test, selector
+        return site, known
 
     # -- the runtime's observer hook (reference_runtime.observe) ------------------------------------------------
 

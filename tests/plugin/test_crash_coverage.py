@@ -76,6 +76,12 @@ def own_process(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
+def clean_run(args: list[str], cwd: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+    """``args`` run in ``cwd`` by a process this suite's coverage.py run does not measure (module docstring)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_")}
+    return subprocess.run(args, cwd=cwd, env={**env, **extra}, capture_output=True, text=True)
+
+
 def run_suite(pytester: pytest.Pytester, suite: str, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
     pytester.makepyfile(test_refund=suite)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--durable-coverage-json", "cov.json", *args)
@@ -216,12 +222,10 @@ def test_a_coverage_run_keeps_its_lines_and_gains_the_contexts(pytester: pytest.
     (pytester.path / ".coveragerc").write_text(rc, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_")}
     base = [sys.executable, "-m", "coverage", "run", "-m", "pytest", "-p", "no:cacheprovider"]
-    plain = subprocess.run(base, cwd=pytester.path, env=env, capture_output=True, text=True)
+    plain = clean_run(base, pytester.path)
     assert plain.returncode == 0, plain.stdout
     before = _coverage_json(pytester.path, env)
-    both = subprocess.run(
-        [*base, "--durable-coverage-json", "cov.json"], cwd=pytester.path, env=env, capture_output=True, text=True
-    )
+    both = clean_run([*base, "--durable-coverage-json", "cov.json"], pytester.path)
     assert both.returncode == 0, both.stdout
     after = _coverage_json(pytester.path, env)
     assert after["executed_lines"] == before["executed_lines"] and after["missing_lines"] == before["missing_lines"]
@@ -259,25 +263,8 @@ def test_a_file_the_running_measurement_leaves_out_is_not_measured_never_never_r
     (pytester.path / "elsewhere").mkdir()
     (pytester.path / ".coveragerc").write_text(f"[run]\nsource = {pytester.path / 'elsewhere'}\n", encoding="utf-8")
     pytester.makepyfile(test_refund=REFUND_ONLY)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_")}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "coverage",
-            "run",
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "--durable-coverage-json",
-            "cov.json",
-        ],
-        cwd=pytester.path,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    args = ["-m", "pytest", "-p", "no:cacheprovider", "--durable-coverage-json", "cov.json"]
+    done = clean_run([sys.executable, "-m", "coverage", "run", *args], pytester.path)
     assert done.returncode == 0, done.stdout
     report = json.loads((pytester.path / "cov.json").read_text(encoding="utf-8"))
     lines = file_of(report)
@@ -340,26 +327,9 @@ def test_the_cli_reports_after_the_matrix(tmp_path: Path) -> None:
     write theirs; a sweep of every point leaves no point uncrashed."""
     inputs = tmp_path / "in.jsonl"
     inputs.write_text('{"key": "order-7", "input": {"order": "order-7", "amount": 30}}\n')
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_")}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest_durable.cli",
-            "sweep",
-            "examples.buggy_refund.refund_notify:RefundAgent",
-            "--inputs",
-            str(inputs),
-            "--coverage-json",
-            "cov.json",
-            "--coverage-html",
-            "html",
-        ],
-        cwd=tmp_path,
-        env={**env, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-    )
+    command = ["sweep", "examples.buggy_refund.refund_notify:RefundAgent", "--inputs", str(inputs)]
+    outputs = ["--coverage-json", "cov.json", "--coverage-html", "html"]
+    done = clean_run([sys.executable, "-m", "pytest_durable.cli", *command, *outputs], tmp_path, PYTHONPATH=str(ROOT))
     assert done.returncode == 0, done.stderr
     matrix, _, coverage = done.stdout.partition("durable coverage:\n")
     assert "14 fault points, 0 with violations" in matrix

@@ -81,7 +81,10 @@ def test_combine_unites_contexts_and_a_file_measured_anywhere_is_measured() -> N
     one = {**part, "lines": {"f.py": {"3": ["durable:run A.a"]}, "g.py": None}}
     two = {**part, "lines": {"f.py": {"3": [""], "4": ["durable:recovery A.a"]}, "g.py": {"1": [""]}}}
     combined = combine([one, two])
-    assert combined["lines"] == {"f.py": {"3": ["", "durable:run A.a"], "4": ["durable:recovery A.a"]}, "g.py": {"1": [""]}}
+    assert combined["lines"] == {
+        "f.py": {"3": ["", "durable:run A.a"], "4": ["durable:recovery A.a"]},
+        "g.py": {"1": [""]},
+    }
     assert combine([{**one, "measurement": "shared"}, two])["measurement"] == "shared"
 
 
@@ -200,7 +203,14 @@ def test_the_plugin_and_the_command_in_this_process(pytester: pytest.Pytester, t
     inputs.write_text('{"key": "order-7", "input": {"order": "order-7", "amount": 30}}\n')
     out = tmp_path / "cli.json"
     code = main(
-        ["sweep", "examples.buggy_refund.refund_notify:RefundAgent", "--inputs", str(inputs), "--coverage-json", str(out)]
+        [
+            "sweep",
+            "examples.buggy_refund.refund_notify:RefundAgent",
+            "--inputs",
+            str(inputs),
+            "--coverage-json",
+            str(out),
+        ]
     )
     assert code == 0
     swept = json.loads(out.read_text(encoding="utf-8"))
