@@ -504,8 +504,16 @@ def write(report: Report, html_dir: Path | None, json_path: Path | None) -> list
     """Write the JSON report (the HTML one is written by :func:`build`); the lines saying where both are."""
     said = []
     if html_dir is not None:
-        said.append(f"HTML report: {html_dir / 'index.html'}")
+        said.append(f"HTML report: {_near(html_dir / 'index.html')}")
     if json_path is not None:
         report.write_json(json_path)
-        said.append(f"JSON report: {json_path}")
+        said.append(f"JSON report: {_near(json_path)}")
     return said
+
+
+def _near(path: Path) -> str:
+    """``path`` relative to the current directory if inside it."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except (ValueError, OSError):
+        return str(path)

@@ -60,10 +60,13 @@ class Lines:
         self._open: dict[int, str] = {}  # execution token -> its context, in start order
         self._outer = ""  # the context before the first open execution
         self._current: str | None = None
-        #: The modules imported before measuring started: their import-time lines were not measured.
-        self.preimported = {
-            str(Path(f).resolve()) for m in list(sys.modules.values()) if (f := getattr(m, "__file__", None))
-        }
+        #: The files of modules imported before our own measurement started: their import-time lines were not
+        #: measured. Unknown for a running measurement (it may have started before them): empty then.
+        self.preimported = (
+            {str(Path(f).resolve()) for m in list(sys.modules.values()) if (f := getattr(m, "__file__", None))}
+            if owned
+            else set()
+        )
 
     @classmethod
     def start(cls) -> Lines:
