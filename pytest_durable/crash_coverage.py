@@ -108,6 +108,18 @@ class CrashCoverage:
 
             self.measuring = Measuring.start()
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> Generator[None, object, object]:
+        """A ``durable_sweep`` marker learns its agent's fault points at collection: they are the marked test's."""
+        measuring = self.measuring
+        if measuring is None:
+            return (yield)
+        before, measuring.tally.test = measuring.tally.test, metafunc.definition.nodeid
+        try:
+            return (yield)
+        finally:
+            measuring.tally.test = before
+
     def pytest_runtest_logstart(self, nodeid: str, location: object) -> None:
         if self.measuring is not None:
             self.measuring.tally.test = nodeid

@@ -182,6 +182,8 @@ def test_a_reconciler_never_exercised_is_flagged_and_a_full_sweep_flags_nothing(
 
     full, swept = run_suite(pytester, EVERY_POINT)
     full.assert_outcomes(passed=15)
+    # The marker learnt the points at collection, for the marked test.
+    assert {p["reached_by"] for p in agent_of(swept)["fault_points"]} == {"test_refund.py::test_every_crash"}
     summary = swept["summary"]
     assert summary["never_crashed"] == 0 and summary["reconcilers_never_invoked"] == 0
     assert summary["results_never_replayed"] == 0 and summary["memory_never_replayed"] == 0
