@@ -22,7 +22,7 @@ from typing import Any
 
 import coverage
 
-from .reached import _OURS
+from .reached import untraced
 
 __all__ = ["Lines", "MissingCoverage", "require_coverage"]
 
@@ -75,7 +75,7 @@ class Lines:
         running = coverage.Coverage.current()
         if running is not None:
             return cls(running, owned=False)
-        cov = coverage.Coverage(data_file=None, config_file=False, omit=[p + "*" for p in _OURS])
+        cov = coverage.Coverage(data_file=None, config_file=False, omit=untraced())
         cov.set_option("run:disable_warnings", ["no-data-collected", "module-not-measured", "module-not-imported"])
         lines = cls(cov, owned=True)
         cov.start()

@@ -35,18 +35,40 @@ if TYPE_CHECKING:
     from reference_runtime.records import ActionState, StateRef
 
 
-__all__ = ["RECOVERY", "RUN", "Tally", "activate", "active", "agent_name", "crash_free", "crashed", "site_of"]
+__all__ = [
+    "RECOVERY",
+    "RUN",
+    "Tally",
+    "activate",
+    "active",
+    "agent_name",
+    "crash_free",
+    "crashed",
+    "site_of",
+    "untraced",
+]
 
 #: The coverage.py context label of lines an action ran in an execution that re-entered nothing.
 RUN = "durable:run"
 #: The coverage.py context label of lines an action ran re-entering after a crash (recovery).
 RECOVERY = "durable:recovery"
 
-#: The packages of this distribution: their code is the runtime's, never an agent's.
-_OURS = tuple(
-    str(Path(__file__).resolve().parents[2] / name) + os.sep
-    for name in ("reference_runtime", "pytest_durable", "conformance")
-)
+_HOME = Path(__file__).resolve().parents[2]
+#: The packages of this distribution: their code is the runtime's, never an agent's; except the example agents,
+#: which may be packaged inside them (``pytest_durable/examples/``).
+_OURS = tuple(str(_HOME / name) + os.sep for name in ("reference_runtime", "pytest_durable", "conformance"))
+_EXAMPLES = str(_HOME / "pytest_durable" / "examples") + os.sep
+
+
+def untraced() -> list[str]:
+    """coverage.py ``omit`` patterns for this distribution's own code (not its example agents)."""
+    plugin = _HOME / "pytest_durable"
+    inside = [
+        str(d / "*") for d in sorted(plugin.iterdir()) if d.is_dir() and d.name not in ("examples", "__pycache__")
+    ]
+    return [str(_HOME / "reference_runtime" / "*"), str(_HOME / "conformance" / "*"), str(plugin / "*.py"), *inside]
+
+
 #: Where the standard library and installed third-party packages live (a durable function there is not the
 #: agent's own code, e.g. ``time.time``).
 _INSTALLED = tuple(
@@ -122,7 +144,8 @@ def _source(obj: Any) -> tuple[str, int, int] | None:
 def _own(path: str, installed_too: bool = False) -> bool:
     """Whether ``path`` is an agent's own code: not this distribution's, and (for code the agent merely calls)
     not the standard library's nor an installed package's."""
-    return not path.startswith(_OURS) and not (installed_too and path.startswith(_INSTALLED))
+    ours = path.startswith(_OURS) and not path.startswith(_EXAMPLES)
+    return not ours and not (installed_too and path.startswith(_INSTALLED))
 
 
 def _module_file(function_id: str) -> str | None:

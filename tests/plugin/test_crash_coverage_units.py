@@ -216,3 +216,18 @@ def test_the_plugin_and_the_command_in_this_process(pytester: pytest.Pytester, t
     swept = json.loads(out.read_text(encoding="utf-8"))
     assert swept["summary"]["never_crashed"] == 0 and violations(swept, documented_schema()) == []
     assert reached.active() is None
+
+
+def test_our_own_code_is_neither_traced_nor_reported_but_packaged_examples_are() -> None:
+    """COV-3, COV-8: our own measurement does not trace this distribution's packages (their cost is not the
+    agent's), and their code is never an agent's; example agents packaged inside them (pytest_durable/examples/)
+    are."""
+    from coverage.files import GlobMatcher
+
+    home = Path(reached.__file__).resolve().parents[2]
+    omit = GlobMatcher(reached.untraced())
+    example = str(home / "pytest_durable" / "examples" / "buggy_refund" / "refund_notify.py")
+    ours = [home / "reference_runtime" / "exploration" / "sweep.py", home / "pytest_durable" / "cli" / "sweep.py"]
+    ours += [home / "pytest_durable" / "plugin.py", home / "conformance" / "report.py"]
+    assert all(omit.match(str(p)) for p in ours) and not omit.match(example)
+    assert not any(reached._own(str(p)) for p in ours) and reached._own(example)
