@@ -24,6 +24,7 @@ ALL = [
     "p10_redis",
     "p11_stores",
     "p13_unrelated",
+    "p14_coverage",
 ]
 
 

@@ -472,3 +472,8 @@ def durable_clock(durable: DurableHarness) -> Iterator[FrozenClock]:
         durable.clock = clock
         yield clock
     durable.clock = None
+
+
+# -- crash coverage (spec COV-1..COV-8) -------------------------------------------------------------------
+# Its options and hooks are a plugin module of their own, loaded with this one; it imports only pytest (PLG-4).
+pytest_plugins = ["pytest_durable.crash_coverage"]

@@ -20,6 +20,7 @@ from contextvars import copy_context
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
+from . import observe
 from .clock import Clock, SystemClock
 from .codecs import PayloadCodec, RecordBinding
 from .errors import DurableError, Location, NondeterminismError, PayloadDecodeError, SignatureError
@@ -288,6 +289,7 @@ class ActionExecution:
         a mismatch (DE-7) or raising it (DE-8). With ``reserve``, an empty slot whose call has a
         reconciler is reserved as PENDING at once (DE-3); a batch passes ``reserve=False`` and reserves
         all its new slots in one persist (BAT-2)."""
+        given = reconciler
         if reconciler is not None:
             validate_reconciler(reconciler)
             if not self.reconcilers:
@@ -295,6 +297,8 @@ class ActionExecution:
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise TypeError(f"retry must be a RetryPolicy(...) or None, got {type(retry).__name__}")
         fid = durable_id if durable_id is not None else function_id(func)
+        if given is not None and observe.current is not None:
+            observe.current.reconciler_given(self.ref, index, fid, given)  # crash coverage (COV-4)
         digest = args_digest(args, kwargs)
         where = self._where
         if self._reach is not None:

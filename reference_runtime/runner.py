@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import observe
 from .agent import ActionSpec, Agent
 from .clock import Clock, SystemClock, let_time_pass
 from .codecs import PayloadCodec, default_codec
@@ -485,10 +486,17 @@ class Runner:
         state = store.get(ref)
         if state is not None and signer is not None:
             signer.verify(ref, state)
+        watcher = observe.current  # a tool watching executions (crash coverage, COV-3); None by default
         if state is not None and state.completed:
+            if watcher is not None:
+                watcher.action_replayed(self.agent, ref, state)
             short_term.apply(state.short_term_memory_updates)
             sensory.apply(state.sensory_memory_updates)
             return list(state.output_events)
+        if watcher is not None:
+            # A state the store holds unfinished: this execution re-enters an action a crash interrupted.
+            recovery = state is not None
+            watcher.action_started(self.agent, ref, recovery, self.crashes[-1] if recovery and self.crashes else None)
         if state is None:
             state = ActionState(task_event=ref.event)
             if signer is not None:
@@ -538,6 +546,8 @@ class Runner:
             ) from exc
         finally:
             self.journal.extend(execution.journal)
+            if watcher is not None:
+                watcher.action_ended(self.agent, ref, execution.journal)
         self._reach(Phase.BEFORE_COMPLETE, ref.key, ref.seq, spec.name)
         state.short_term_memory_updates = stm_view.log
         state.sensory_memory_updates = sens_view.log
@@ -546,6 +556,8 @@ class Runner:
         if signer is not None:
             signer.sign(ref, state)
         store.put(ref, state)
+        if watcher is not None:
+            watcher.action_completed(self.agent, ref, state)
         self._reach(Phase.AFTER_COMPLETE, ref.key, ref.seq, spec.name)
         stm_view.commit()
         sens_view.commit()

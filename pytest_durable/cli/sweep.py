@@ -3,6 +3,7 @@ recover, and print the matrix and the verdict (spec CLI-1, PLG-1, PLG-3, PLG-16,
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import logging
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import crash_coverage
 from .args import CommandError, Parser, checked_url, load
 
 if TYPE_CHECKING:
@@ -74,7 +76,13 @@ def main(argv: list[str]) -> int:
         action="store_true",
         help="also print how many scenarios started from a snapshot and why the others re-executed (PLG-17)",
     )
+    crash_coverage.add_arguments(parser)
     args = parser.parse_args(argv)
+    with crash_coverage.measuring(args):  # from before the agent's module is imported (COV-1)
+        return _sweep(args)
+
+
+def _sweep(args: argparse.Namespace) -> int:
     from reference_runtime.flink_agents_compat import is_agent
 
     agent = load(args.agent, "durable sweep")

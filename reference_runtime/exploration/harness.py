@@ -14,6 +14,7 @@ from reference_runtime.stores.base import ActionStateStore
 from reference_runtime.stores.forwarding import ForwardingStore
 
 from . import journal as journals
+from . import reached
 from .ledger import Ledger
 from .scenario import Scenario
 from .sweep import NewStore, check_runner_options, learn, points_to_crash, run_scenario, sweep
@@ -190,6 +191,10 @@ class DurableHarness:
         options = self._options(options)
         let_time_pass(options.get("clock"))  # e.g. the runs assert_deterministic compares (PLG-13)
         result = Runner(agent, store, injector=injector, **options).run(inputs)
+        if selectors:  # crash coverage (COV-2)
+            reached.crashed(agent, injector.fired)
+        else:
+            reached.crash_free(agent, injector.trace)
         if injector.pending:
             raise AssertionError(
                 f"crash point(s) never reached: {[_selector_text(c) for c in injector.plan]}; "

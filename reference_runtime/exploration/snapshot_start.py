@@ -29,6 +29,7 @@ from reference_runtime.records import ActionState, CallResult, StateRef
 from reference_runtime.stores.base import ActionStateStore
 from reference_runtime.stores.forwarding import ForwardingStore
 
+from . import reached
 from .protocol import RunFunction, run_once
 from .scenario import Scenario
 
@@ -295,6 +296,7 @@ def record(
     start_now = clock.now() if _virtual(clock) else None
     runner = Runner(agent, log, injector=injector, **options) if run is None else None
     result = runner.run(inputs) if runner is not None else run_once(run, agent, inputs, log, injector, options)
+    reached.crash_free(agent, injector.trace)  # crash coverage (COV-2)
     reference = Reference(
         agent,
         inputs,
@@ -425,6 +427,7 @@ def start(
             _move_clock(clock, slept, (end.now or 0.0) - (begin.now or 0.0))
     trace = ref.trace[: mark.trace + 1]
     crash = trace[-1]
+    reached.crashed(ref.agent, [crash])  # crash coverage (COV-2)
     journal = ref.result.journal[: ref.journaled[mark.trace]]
     if tail is not None:
         trace += ref.trace[tail[0] + 1 : tail[1]]

@@ -22,6 +22,7 @@ from reference_runtime import Agent, FaultInjector, FaultPoint, Phase, Runner, R
 from reference_runtime.clock import let_time_pass
 from reference_runtime.stores.base import ActionStateStore
 
+from . import reached
 from . import snapshot_start as snap
 from .protocol import RunFunction, run_once
 from .scenario import Scenario, selector_for
@@ -67,6 +68,7 @@ def learn(
     let_time_pass(options.get("clock"))  # runs compared with each other never share an instant (PLG-13)
     injector = FaultInjector()
     result = run_once(run, agent, inputs, store(), injector, options)
+    reached.crash_free(agent, injector.trace)  # crash coverage (COV-2)
     return result, list(injector.trace)
 
 
@@ -87,6 +89,7 @@ def run_scenario(
     # Random schedules may hold crashes that recovery never reaches; the caller checks what fired.
     injector = FaultInjector(list(scenario.schedule), must_fire=False)
     result = run_once(run, agent, inputs, store(), injector, scenario_options(scenario, options))
+    reached.crashed(agent, injector.fired)  # crash coverage (COV-2)
     return result, injector
 
 
