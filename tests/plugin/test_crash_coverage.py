@@ -89,12 +89,16 @@ def run_suite(pytester: pytest.Pytester, suite: str, *args: str) -> tuple[pytest
 
 
 def agent_of(report: dict[str, Any]) -> dict[str, Any]:
-    [agent] = [a for a in report["agents"] if a["agent"] == "pytest_durable.examples.buggy_refund.refund_notify.RefundAgent"]
+    [agent] = [
+        a for a in report["agents"] if a["agent"] == "pytest_durable.examples.buggy_refund.refund_notify.RefundAgent"
+    ]
     return agent
 
 
 def file_of(report: dict[str, Any]) -> dict[str, Any]:
-    [found] = [f for f in report["files"] if f["file"].endswith("pytest_durable/examples/buggy_refund/refund_notify.py")]
+    [found] = [
+        f for f in report["files"] if f["file"].endswith("pytest_durable/examples/buggy_refund/refund_notify.py")
+    ]
     return found
 
 
@@ -316,7 +320,15 @@ def test_the_cli_without_coverage_py_says_so_in_one_line(
     inputs = tmp_path / "in.jsonl"
     inputs.write_text('{"key": "order-7", "input": {"order": "order-7", "amount": 30}}\n')
     monkeypatch.setitem(sys.modules, "coverage", None)  # type: ignore[arg-type]
-    code = main(["sweep", "pytest_durable.examples.buggy_refund.refund_notify:RefundAgent", "--inputs", str(inputs), "--coverage"])
+    code = main(
+        [
+            "sweep",
+            "pytest_durable.examples.buggy_refund.refund_notify:RefundAgent",
+            "--inputs",
+            str(inputs),
+            "--coverage",
+        ]
+    )
     assert code == 2
     assert capsys.readouterr().err == (
         "error: durable sweep --coverage needs coverage.py: pip install 'pytest-durable[coverage]'\n"
@@ -335,7 +347,9 @@ def test_the_cli_reports_after_the_matrix(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     matrix, _, coverage = done.stdout.partition("durable coverage:\n")
     assert "14 fault points, 0 with violations" in matrix
-    assert coverage.startswith("pytest_durable.examples.buggy_refund.refund_notify.RefundAgent: 0 of 14 fault points never crashed")
+    assert coverage.startswith(
+        "pytest_durable.examples.buggy_refund.refund_notify.RefundAgent: 0 of 14 fault points never crashed"
+    )
     report = json.loads((tmp_path / "cov.json").read_text(encoding="utf-8"))
     assert (
         report["summary"]["never_crashed"] == 0 and agent_of(report)["fault_points"][0]["reached_by"] == "durable sweep"
