@@ -24,6 +24,9 @@ pytestmark = pytest.mark.fresh_install
 #: The pages a wheel user starts from, first; then every other page.
 FIRST = [ROOT / "README.md", ROOT / "docs" / "index.md", ROOT / "docs" / "plugin" / "tutorial.md"]
 PAGES = FIRST + sorted(p for p in (ROOT / "docs").rglob("*.md") if p not in FIRST)
+#: Pages whose examples need an optional extra, which the page itself tells the reader to install: they run
+#: after the plain install's pages, once that extra is installed from the same wheel.
+EXTRAS = {ROOT / "docs" / "plugin" / "coverage.md": "coverage"}
 
 
 def test_every_documented_example_runs_from_the_installed_wheel(tmp_path: Path) -> None:
@@ -40,12 +43,14 @@ def test_every_documented_example_runs_from_the_installed_wheel(tmp_path: Path) 
     work = tmp_path / "work"
     work.mkdir()
 
-    def run(*args: str, timeout: int = 600) -> str:
+    def run(*args: str | Path, timeout: int = 600) -> str:
         done = subprocess.run(
             [str(python), "-I", *args], cwd=work, env=env, capture_output=True, text=True, timeout=timeout
         )
         output = done.stdout + done.stderr
-        assert done.returncode == 0, f"`python -I {' '.join(args)}` exited {done.returncode}:\n{output[-6000:]}"
+        assert done.returncode == 0, (
+            f"`python -I {' '.join(map(str, args))}` exited {done.returncode}:\n{output[-6000:]}"
+        )
         return output
 
     run("-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(wheel))
@@ -56,9 +61,15 @@ def test_every_documented_example_runs_from_the_installed_wheel(tmp_path: Path) 
 
     # The documentation runner (stdlib only) as a script beside the work directory, not in the repository.
     runner = shutil.copy(ROOT / "tests" / "doctest_md.py", tmp_path / "doctest_md.py")
-    out = run(runner, "--without-repository", *map(str, PAGES), timeout=1800)
+    plain = [page for page in PAGES if page not in EXTRAS]
+    out = run(runner, "--without-repository", *map(str, plain), timeout=1800)
     ok = [line for line in out.splitlines() if line.startswith("ok ")]
-    assert len(ok) == len(PAGES), out[-6000:]
+    assert len(ok) == len(plain), out[-6000:]
+    for page, extra in EXTRAS.items():
+        assert f"pytest-durable[{extra}]" in page.read_text(encoding="utf-8"), f"{page} does not name its extra"
+        run("-m", "pip", "install", "--quiet", "--disable-pip-version-check", f"{wheel}[{extra}]")
+        out = run(runner, "--without-repository", str(page), timeout=1800)
+        assert f"ok {page}" in out, out[-6000:]
 
     # The examples that are commands rather than blocks: the README's agent and the ReAct agent.
     assert "refunds booked [('order-7', 30)]" in run("-m", "pytest_durable.examples.refund")
