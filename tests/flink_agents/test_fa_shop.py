@@ -195,8 +195,12 @@ def test_user_events_survive_recovery_as_their_class(kind: str, tmp_path: Any) -
     a Quoted, a Scored and a ChatResponseEvent whose response is a ChatMessage, built from the stored data;
     the outputs equal the crash-free run's."""
 
+    files = iter(range(2))
+
     def store() -> Any:
-        return InMemoryStore() if kind == "memory" else SqliteStore(tmp_path / f"s{len(RECEIVED)}.db")
+        # A file per run: a SQLite store outlives its run (RUN-18), so a second run on the first's file
+        # would find the input already completed.
+        return InMemoryStore() if kind == "memory" else SqliteStore(tmp_path / f"s{next(files)}.db")
 
     RECEIVED.clear()
     baseline = Runner(Relay, store()).run([("k", "a")])
