@@ -3,6 +3,7 @@ at chosen points or at every point, explore crash schedules, check golden journa
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -56,15 +57,25 @@ class RecordingStore(ForwardingStore):
     def __init__(self, inner: ActionStateStore) -> None:
         super().__init__(inner)
         self.records: dict[str, ActionState] = {}
+        #: The reference of each state in ``records`` (same keys): its business key, sequence number, action.
+        self.refs: dict[str, StateRef] = {}
+        #: Every call record as last written, by (key, seq, action, call index): completion clears a state's
+        #: call results, this keeps them.
+        self.results: dict[tuple[str, int, str, int], CallResult] = {}
 
     def put(self, ref: StateRef, state: ActionState) -> None:
         super().put(ref, state)
         kept = self.inner.get(ref)
         if kept is not None:
             self.records[ref.state_key] = kept
+            self.refs[ref.state_key] = ref
+            for n, result in enumerate(kept.call_results):
+                self.results[(ref.key, ref.seq, ref.action.name, n)] = result
 
     def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
         super().put_call_results(ref, index, results)
+        for n, result in enumerate(results, index):
+            self.results[(ref.key, ref.seq, ref.action.name, n)] = result
         kept = self.records.get(ref.state_key)
         if kept is not None:
             kept.call_results[index : index + len(results)] = list(results)
@@ -263,12 +274,47 @@ class DurableHarness:
                 "crash: the agent's durable calls take different arguments each run; "
                 "durable.assert_deterministic() shows the first differing call (PLG-2)"
             )
+        differing = self._first_differing_result(agent, inputs, options)
+        if differing is not None:
+            return (
+                "\nnote: two crash-free runs already differ although their durable calls take the same "
+                f"arguments: a durable function (or a fake or client it calls) returned different results for "
+                f"the same arguments, first {differing}, because it keeps state across runs (e.g. a "
+                "module-level fake or counter). Build such fakes with durable.world(factory) so that each run "
+                "gets a fresh one (PLG-8)"
+            )
         return (
             "\nnote: two crash-free runs already differ although their durable calls are the same: the "
             "action computes outputs or memory from state outside its inputs and memory (time, "
             "randomness, globals) outside any durable call. Compute such values inside durable_execute "
             "so they are recorded and replayed (REC-2)"
         )
+
+    def _first_differing_result(
+        self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], options: dict[str, Any]
+    ) -> str | None:
+        """Two more crash-free runs, each on fresh worlds: the first durable call (in journal order) whose
+        recorded result differs between them although its function and arguments are the same, as
+        ``function F at call index N (call ID)``; None when every result is the same."""
+        runs: list[tuple[RunResult, RecordingStore]] = []
+        for _ in range(2):
+            for world in self._worlds:
+                world.fresh()
+            made = RecordingStore(self._store_factory())
+            result, _ = learn(agent, inputs, functools.partial(_same, made), None, **options)  # makes one store
+            runs.append((result, made))
+        (first, one), (_, other) = runs
+        last: dict[tuple[str, int, str, int], Any] = {}
+        for entry in first.journal:
+            c = entry.call_id
+            last[(c.key, c.seq, c.action, c.call_index)] = entry
+        for where, entry in sorted(last.items(), key=lambda kv: kv[0]):
+            a, b = one.results.get(where), other.results.get(where)
+            if a is None or b is None or (a.function_id, a.args_digest) != (b.function_id, b.args_digest):
+                continue
+            if (a.status, a.result_payload, a.exception_payload) != (b.status, b.result_payload, b.exception_payload):
+                return f"function {a.function_id} at call index {where[3]} (call {entry.call_id})"
+        return None
 
     def points(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], **options: Any) -> list[FaultPoint]:
         """Every distinct fault point a crash-free run reaches, in order."""
@@ -500,6 +546,10 @@ class DurableHarness:
 
 def _with_records(result: RunResult, store: RecordingStore) -> DurableRun:
     return DurableRun(result, dict(store.records))
+
+
+def _same(store: ActionStateStore) -> ActionStateStore:
+    return store
 
 
 def _selector_text(c: CrashAt) -> str:
