@@ -4,7 +4,10 @@ at chosen points or at every point, explore crash schedules, check golden journa
 from __future__ import annotations
 
 import functools
+import re
+import shlex
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -87,6 +90,27 @@ class RecordingStore(ForwardingStore):
             del kept.call_results[index:]
 
 
+#: How many runs a harness keeps for inspection (the latest ones).
+KEPT_RUNS = 8
+
+
+@dataclass(frozen=True)
+class KeptStore:
+    """A SQLite copy of one run's store, written for inspection (PLG-23): ``label`` says which run,
+    ``path`` is the file, ``url`` its store URL and ``command`` the ``durable inspect`` line that shows it."""
+
+    label: str
+    path: Path
+
+    @property
+    def url(self) -> str:
+        return f"sqlite:{self.path}"
+
+    @property
+    def command(self) -> str:
+        return f"durable inspect {shlex.quote(self.url)}"
+
+
 def _selectors(at: str | CrashAt | Iterable[str | CrashAt]) -> list[CrashAt]:
     items = [at] if isinstance(at, str | CrashAt) else list(at)
     return [CrashAt.parse(a) if isinstance(a, str) else a for a in items]
@@ -130,6 +154,9 @@ class DurableHarness:
         self._ledger: Ledger | None = None
         self._journal_uses: dict[str, int] = {}
         self._worlds: list[World[Any]] = []
+        #: The latest runs worth inspecting (at most KEPT_RUNS): a label and the run's recording store.
+        self.kept_runs: list[tuple[str, RecordingStore]] = []
+        self._plain_runs = 0
 
     # -- plumbing ------------------------------------------------------------------------------------------
 
@@ -155,6 +182,53 @@ class DurableHarness:
     def store_factory(self) -> NewStore:
         """A callable making a fresh empty store of the configured kind."""
         return self._store_factory
+
+    def _recording(self, label: str) -> NewStore:
+        """A store factory whose stores record what the run wrote and are kept for inspection as ``label``."""
+
+        def new() -> ActionStateStore:
+            store = RecordingStore(self._store_factory())
+            self.kept_runs.append((label, store))
+            del self.kept_runs[:-KEPT_RUNS]
+            return store
+
+        return new
+
+    def _keep_failing(
+        self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], scenario: Scenario, options: dict[str, Any]
+    ) -> None:
+        """Run a failing scenario once more, and the crash-free run before it, on stores kept for inspection
+        (for the sweep and exploration paths, which do not keep the stores of every scenario they run)."""
+        try:
+            for world in self._worlds:
+                world.fresh()
+            learn(agent, inputs, self._recording("the crash-free run"), None, **options)
+            for world in self._worlds:
+                world.fresh()
+            label = f"the run crashing at {scenario.describe()}, recovered"
+            run_scenario(agent, inputs, self._recording(label), scenario, None, **options)
+        except Exception:  # the failure being reported matters more than its copy
+            pass
+
+    def keep_stores(self, directory: Path) -> list[KeptStore]:
+        """Write a SQLite copy of each kept run's store into ``directory`` (made if missing), one file per run:
+        every action state the run wrote, as last written, the completed states a checkpoint pruned included
+        (PLG-23). ``durable inspect`` reads each file (``KeptStore.command``)."""
+        from reference_runtime.stores.sqlite import SqliteStore
+
+        kept = []
+        directory.mkdir(parents=True, exist_ok=True)
+        for n, (label, recording) in enumerate(self.kept_runs, 1):
+            slug = re.sub(r"[^A-Za-z0-9]+", "-", label.partition(" [")[0].removeprefix("the ")).strip("-")[:48]
+            path = directory / f"{n}-{slug}.db"
+            store = SqliteStore(path, synchronous="OFF")
+            try:
+                for state_key, state in recording.records.items():
+                    store.put(recording.refs[state_key], state)
+            finally:
+                store.close()
+            kept.append(KeptStore(label, path))
+        return kept
 
     def _options(self, options: dict[str, Any]) -> dict[str, Any]:
         check_runner_options(options, "durable")
@@ -196,7 +270,11 @@ class DurableHarness:
         self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], selectors: list[CrashAt], options: dict[str, Any]
     ) -> DurableRun:
         injector = FaultInjector(list(selectors))
+        self._plain_runs += 1
+        crashes = f" crashing at {' then '.join(_selector_text(c) for c in selectors)}" if selectors else ""
         store = RecordingStore(self._store_factory())
+        self.kept_runs.append((f"run {self._plain_runs}{crashes}", store))
+        del self.kept_runs[:-KEPT_RUNS]
         if self._ledger is not None:
             self._ledger.new_run("the run")
         options = self._options(options)
@@ -221,15 +299,10 @@ class DurableHarness:
         if point is None:
             return self._plain_run(agent, inputs, [], options)
         options = self._options(options)
-        stores: list[RecordingStore] = []
-
-        def recording() -> ActionStateStore:
-            stores.append(RecordingStore(self._store_factory()))
-            return stores[-1]
-
-        baseline, _ = learn(agent, inputs, self._store_factory, self._ledger, **options)
+        baseline, _ = learn(agent, inputs, self._recording("the crash-free run"), self._ledger, **options)
         scenario = Scenario((point,), options.get("mismatch", "lenient"))
-        result, injector = run_scenario(agent, inputs, recording, scenario, self._ledger, **options)
+        label = f"the run crashing at {scenario.describe()}, recovered"
+        result, injector = run_scenario(agent, inputs, self._recording(label), scenario, self._ledger, **options)
         self.outcome = check(scenario, baseline, result, injector, self._ledger)
         self._count(
             points=1, crashes=len(injector.fired), anomalies=len(self._ledger.anomalies()) if self._ledger else 0
@@ -243,7 +316,7 @@ class DurableHarness:
             raise DurableInvariantError(
                 _explain(self.outcome, self._ledger) + self._hint(self.outcome, agent, inputs, baseline, options)
             )
-        return _with_records(result, stores[-1])
+        return _with_records(result, self.kept_runs[-1][1])
 
     def _hint(
         self,
@@ -327,8 +400,9 @@ class DurableHarness:
         """Run ``scenario`` and fail with :class:`DurableInvariantError` if any invariant breaks."""
         options = self._options(options)
         ledger = self._ledger
-        baseline, _ = learn(agent, inputs, self._store_factory, ledger, **options)
-        result, injector = run_scenario(agent, inputs, self._store_factory, scenario, ledger, **options)
+        baseline, _ = learn(agent, inputs, self._recording("the crash-free run"), ledger, **options)
+        label = f"the run crashing at {scenario.describe()}, recovered"
+        result, injector = run_scenario(agent, inputs, self._recording(label), scenario, ledger, **options)
         outcome = check(scenario, baseline, result, injector, ledger)
         # A schedule counts once all its crashes fired: one that never fires tested nothing (PLG-15).
         self._count(
@@ -385,9 +459,11 @@ class DurableHarness:
         if not verdict.ok:
             bad = verdict.failing
             baseline, _ = learn(agent, inputs, self._store_factory, None, **options)
+            hint = self._hint(bad[0], agent, inputs, baseline, options)
+            self._keep_failing(agent, inputs, bad[0].scenario, options)
             raise DurableInvariantError(
                 f"durable invariants violated at {len(bad)} of {len(outcomes)} fault "
-                "points:\n  " + "\n  ".join(verdict.violations) + self._hint(bad[0], agent, inputs, baseline, options)
+                "points:\n  " + "\n  ".join(verdict.violations) + hint
             )
         return outcomes
 
@@ -469,6 +545,7 @@ class DurableHarness:
                 generated()
         except DurableInvariantError:
             scenario, text = failing[-1]  # Hypothesis re-runs the minimal example last
+            self._keep_failing(agent, inputs, scenario, options)
             raise DurableInvariantError(
                 f"minimal failing crash schedule: {scenario.describe()}\n{text}\n"
                 f"reproduce with:\n    {scenario.decorator()}\n"
