@@ -173,3 +173,17 @@ def test_a_failing_sweep_keeps_its_first_failing_scenario(tmp_path: Path) -> Non
     assert kept[0].path.name == "1-crash-free-run.db"
     assert kept[0].command == f"durable inspect sqlite:{tmp_path}/kept/1-crash-free-run.db"
     assert [s.completed for s in inspect_store(kept[1].url)] == [True]
+
+
+def test_a_failing_exploration_keeps_its_minimal_schedule(tmp_path: Path) -> None:
+    """PLG-23: explore() keeps the crash-free run and the minimal failing schedule, run once more."""
+    harness = DurableHarness(InMemoryStore, "memory:")
+    with pytest.raises(DurableInvariantError, match=r"^minimal failing crash schedule: ") as info:
+        harness.explore(test_misuse.CountsAttempts, [("k", 1)], max_examples=3)
+    schedule = str(info.value).splitlines()[0].removeprefix("minimal failing crash schedule: ")
+    assert [label for label, _ in harness.kept_runs[-2:]] == [
+        "the crash-free run",
+        f"the run crashing at {schedule}, recovered",
+    ]
+    kept = harness.keep_stores(tmp_path)
+    assert [s.key for s in inspect_store(kept[-1].url)] == ["k"]
