@@ -408,7 +408,7 @@ def _file_name(name: str) -> str:
     """A test's name as a short directory name (the parameters of a sweep test included)."""
     import re
 
-    return re.sub(r"[^A-Za-z0-9_.=-]+", "-", name).strip("-")[:60]
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "-", name).strip("-")[:80]
 
 
 # -- sweeps -----------------------------------------------------------------------------------------------

@@ -219,7 +219,7 @@ class DurableHarness:
         kept = []
         directory.mkdir(parents=True, exist_ok=True)
         for n, (label, recording) in enumerate(self.kept_runs, 1):
-            slug = re.sub(r"[^A-Za-z0-9]+", "-", label.partition(" [")[0].removeprefix("the ")).strip("-")[:48]
+            slug = re.sub(r"[^A-Za-z0-9]+", "-", label.partition(" [")[0].removeprefix("the ")).strip("-")[:64]
             path = directory / f"{n}-{slug}.db"
             store = SqliteStore(path, synchronous="OFF")
             try:
