@@ -96,7 +96,7 @@ KEPT_RUNS = 8
 
 @dataclass(frozen=True)
 class KeptStore:
-    """A SQLite copy of one run's store, written for inspection (PLG-23): ``label`` says which run,
+    """A SQLite copy of one run's store, written for inspection (PLG-26): ``label`` says which run,
     ``path`` is the file, ``url`` its store URL and ``command`` the ``durable inspect`` line that shows it."""
 
     label: str
@@ -213,7 +213,7 @@ class DurableHarness:
     def keep_stores(self, directory: Path) -> list[KeptStore]:
         """Write a SQLite copy of each kept run's store into ``directory`` (made if missing), one file per run:
         every action state the run wrote, as last written, the completed states a checkpoint pruned included
-        (PLG-23). ``durable inspect`` reads each file (``KeptStore.command``)."""
+        (PLG-26). ``durable inspect`` reads each file (``KeptStore.command``)."""
         from reference_runtime.stores.sqlite import SqliteStore
 
         kept = []
