@@ -32,6 +32,11 @@ _TOTALS = pytest.StashKey[dict[str, int]]()
 _UPDATE_JOURNALS = pytest.StashKey[bool]()
 _RE_EXECUTE = pytest.StashKey[bool]()
 _JOURNAL_ROOT = pytest.StashKey["Path | None"]()
+_KEEP_STORES = pytest.StashKey[bool]()
+#: (test id, the lines naming its kept stores), in the order the tests ended (PLG-26).
+_KEPT = pytest.StashKey[list[tuple[str, str]]]()
+#: The harness of a test using the ``durable`` fixture, and the factory of its directory of kept stores.
+_HARNESS = pytest.StashKey["tuple[DurableHarness, pytest.TempPathFactory]"]()
 #: The session uses the plugin: a durable option or ini value is set, or a collected test takes a durable
 #: fixture or marker (under xdist, a worker said so). Only then is the store/seed line printed (PLG-4).
 _USED = pytest.StashKey[bool]()
@@ -97,12 +102,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="sweeps run the agent up to every crash point instead of starting from snapshots of the "
         "crash-free run (slower, same verdict; for debugging). ini: durable_re_execute",
     )
+    group.addoption(
+        "--durable-keep-stores",
+        action="store_true",
+        default=None,
+        help="keep a SQLite copy of the stores of every durable test, passing ones too (failing tests always "
+        "keep theirs), and print the durable inspect command of each. ini: durable_keep_stores",
+    )
     parser.addini("durable_store", "store URL for the durable fixtures", default="memory:")
     _addini(parser, "durable_seed", "seed for crash-schedule exploration", int)
     _addini(parser, "durable_max_examples", "crash schedules per durable.explore() call (default 100)", int)
     _addini(parser, "durable_update_journals", "write golden journals instead of comparing (yes/no)", bool)
     parser.addini("durable_journal_dir", "directory of golden journals", default="")
     _addini(parser, "durable_re_execute", "sweeps re-execute instead of starting from snapshots (yes/no)", bool)
+    _addini(parser, "durable_keep_stores", "keep the stores of passing durable tests too (yes/no)", bool)
 
 
 def _addini(parser: pytest.Parser, name: str, help: str, native: type[bool] | type[int]) -> None:
@@ -214,11 +227,13 @@ def pytest_configure(config: pytest.Config) -> None:
     # Every option is parsed here, once: a bad value stops pytest before any test runs (PLG-7).
     config.stash[_UPDATE_JOURNALS] = _flag(config, "update_journals")
     config.stash[_RE_EXECUTE] = _flag(config, "re_execute")
+    config.stash[_KEEP_STORES] = _flag(config, "keep_stores")
     config.stash[_JOURNAL_ROOT] = _journal_root(config)
     config.stash[_TOTALS] = {}
+    config.stash[_KEPT] = []
     config.stash[_USED] = _configured(config, url)
     config.stash[_LINE_SHOWN] = False
-    config.pluginmanager.register(_Totals(config.stash[_TOTALS]), "durable-totals")
+    config.pluginmanager.register(_Totals(config.stash[_TOTALS], config.stash[_KEPT]), "durable-totals")
     config.addinivalue_line(
         "markers",
         "durable_sweep(agent, inputs, **options): run the test once crash-free "
@@ -239,7 +254,7 @@ def pytest_configure_node(node: Any) -> None:
 
 def _configured(config: pytest.Config, url: str) -> bool:
     """A durable option or ini value is set (the store counts when it is not the default)."""
-    names = ("seed", "max_examples", "update_journals", "journal_dir", "re_execute")
+    names = ("seed", "max_examples", "update_journals", "journal_dir", "re_execute", "keep_stores")
     return url not in ("memory:", "memory") or any(_option(config, n) not in (None, "", False) for n in names)
 
 
@@ -309,10 +324,12 @@ def _skip_idle_hypothesis_summary(config: pytest.Config) -> None:
 class _Totals:
     """Sums the per-test ``durable_*`` properties from the reports (which xdist ships to the controller)."""
 
-    def __init__(self, totals: dict[str, int]) -> None:
+    def __init__(self, totals: dict[str, int], kept: list[tuple[str, str]]) -> None:
         self.totals = totals
         #: Why sweep scenarios re-executed, with how many (shown with -v, PLG-17).
         self.reasons: dict[str, int] = {}
+        #: (test id, the lines naming its kept stores), in the order the tests ended (PLG-26).
+        self.kept = kept
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "teardown":
@@ -323,6 +340,8 @@ class _Totals:
             elif name == "durable_start_reason" and isinstance(value, str):
                 count, _, reason = value.partition(":")
                 self.reasons[reason] = self.reasons.get(reason, 0) + int(count)
+            elif name == "durable_kept_stores" and isinstance(value, str):
+                self.kept.append((report.nodeid, value))
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -344,6 +363,52 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         plugin = config.pluginmanager.get_plugin("durable-totals")
         for reason, n in sorted(getattr(plugin, "reasons", {}).items()):
             terminalreporter.write_line(f"  {n} re-executed: {reason} (PLG-17)")
+    kept: list[tuple[str, str]] = config.stash.get(_KEPT, [])
+    keep_all: bool = config.stash.get(_KEEP_STORES, False)
+    if kept and not (parts or late):
+        terminalreporter.write_sep("=", "durable")
+    if kept and keep_all:
+        terminalreporter.write_line(f"durable: stores kept for inspection (PLG-27), of {_tests(len(kept))}:")
+        for nodeid, lines in kept:
+            terminalreporter.write_line(nodeid)
+            terminalreporter.write_line(lines)
+    elif kept:
+        terminalreporter.write_line(
+            f"durable: the stores of {_tests(len(kept))} that failed were kept for inspection: the section "
+            "'durable: stores kept for inspection' of each failure names them (PLG-26)"
+        )
+
+
+def _tests(n: int) -> str:
+    return f"{n} test{'s' if n != 1 else ''}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A durable test that failed (or any, with ``--durable-keep-stores``) keeps a SQLite copy of the stores
+    of its runs and its report names the ``durable inspect`` command of each (PLG-26)."""
+    outcome: Any = yield
+    report: pytest.TestReport = outcome.get_result()
+    kept = item.stash.get(_HARNESS, None)
+    if report.when != "call" or kept is None or not (report.failed or item.config.stash[_KEEP_STORES]):
+        return
+    harness, tmp_path_factory = kept
+    if not harness.kept_runs:
+        return
+    try:
+        directory = tmp_path_factory.mktemp(f"durable-stores-{_file_name(item.name)}")
+        lines = "\n".join(f"  {k.label}:\n    {k.command}" for k in harness.keep_stores(directory))
+    except Exception as exc:  # the test's own outcome stands; say why there is nothing to inspect
+        lines = f"  the stores could not be kept: {type(exc).__name__}: {exc}"
+    report.sections.append(("durable: stores kept for inspection", lines))
+    item.user_properties.append(("durable_kept_stores", lines))
+
+
+def _file_name(name: str) -> str:
+    """A test's name as a short directory name (the parameters of a sweep test included)."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "-", name).strip("-")[:80]
 
 
 # -- sweeps -----------------------------------------------------------------------------------------------
@@ -425,9 +490,11 @@ def durable(
         sweep=(sweep.args, dict(sweep.kwargs), durable_point) if sweep is not None else None,
         re_execute=config.stash[_RE_EXECUTE],
     )
+    request.node.stash[_HARNESS] = (harness, tmp_path_factory)  # its stores are kept if the test fails (PLG-26)
     try:
         yield harness
     finally:
+        del request.node.stash[_HARNESS]  # an item lives for the whole session; its harness need not
         stores.cleanup()  # STORE-11: nothing of the test's stores is left behind
     if harness.sweep_ran is False:  # only a durable_sweep test has False here
         info = getattr(request.node, "_fixtureinfo", None)

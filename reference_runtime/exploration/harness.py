@@ -3,7 +3,11 @@ at chosen points or at every point, explore crash schedules, check golden journa
 
 from __future__ import annotations
 
+import functools
+import re
+import shlex
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -56,15 +60,25 @@ class RecordingStore(ForwardingStore):
     def __init__(self, inner: ActionStateStore) -> None:
         super().__init__(inner)
         self.records: dict[str, ActionState] = {}
+        #: The reference of each state in ``records`` (same keys): its business key, sequence number, action.
+        self.refs: dict[str, StateRef] = {}
+        #: Every call record as last written, by (key, seq, action, call index): completion clears a state's
+        #: call results, this keeps them.
+        self.results: dict[tuple[str, int, str, int], CallResult] = {}
 
     def put(self, ref: StateRef, state: ActionState) -> None:
         super().put(ref, state)
         kept = self.inner.get(ref)
         if kept is not None:
             self.records[ref.state_key] = kept
+            self.refs[ref.state_key] = ref
+            for n, result in enumerate(kept.call_results):
+                self.results[(ref.key, ref.seq, ref.action.name, n)] = result
 
     def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
         super().put_call_results(ref, index, results)
+        for n, result in enumerate(results, index):
+            self.results[(ref.key, ref.seq, ref.action.name, n)] = result
         kept = self.records.get(ref.state_key)
         if kept is not None:
             kept.call_results[index : index + len(results)] = list(results)
@@ -74,6 +88,27 @@ class RecordingStore(ForwardingStore):
         kept = self.records.get(ref.state_key)
         if kept is not None:
             del kept.call_results[index:]
+
+
+#: How many runs a harness keeps for inspection (the latest ones).
+KEPT_RUNS = 8
+
+
+@dataclass(frozen=True)
+class KeptStore:
+    """A SQLite copy of one run's store, written for inspection (PLG-26): ``label`` says which run,
+    ``path`` is the file, ``url`` its store URL and ``command`` the ``durable inspect`` line that shows it."""
+
+    label: str
+    path: Path
+
+    @property
+    def url(self) -> str:
+        return f"sqlite:{self.path}"
+
+    @property
+    def command(self) -> str:
+        return f"durable inspect {shlex.quote(self.url)}"
 
 
 def _selectors(at: str | CrashAt | Iterable[str | CrashAt]) -> list[CrashAt]:
@@ -119,6 +154,9 @@ class DurableHarness:
         self._ledger: Ledger | None = None
         self._journal_uses: dict[str, int] = {}
         self._worlds: list[World[Any]] = []
+        #: The latest runs worth inspecting (at most KEPT_RUNS): a label and the run's recording store.
+        self.kept_runs: list[tuple[str, RecordingStore]] = []
+        self._plain_runs = 0
 
     # -- plumbing ------------------------------------------------------------------------------------------
 
@@ -144,6 +182,53 @@ class DurableHarness:
     def store_factory(self) -> NewStore:
         """A callable making a fresh empty store of the configured kind."""
         return self._store_factory
+
+    def _recording(self, label: str) -> NewStore:
+        """A store factory whose stores record what the run wrote and are kept for inspection as ``label``."""
+
+        def new() -> ActionStateStore:
+            store = RecordingStore(self._store_factory())
+            self.kept_runs.append((label, store))
+            del self.kept_runs[:-KEPT_RUNS]
+            return store
+
+        return new
+
+    def _keep_failing(
+        self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], scenario: Scenario, options: dict[str, Any]
+    ) -> None:
+        """Run a failing scenario once more, and the crash-free run before it, on stores kept for inspection
+        (for the sweep and exploration paths, which do not keep the stores of every scenario they run)."""
+        try:
+            for world in self._worlds:
+                world.fresh()
+            learn(agent, inputs, self._recording("the crash-free run"), None, **options)
+            for world in self._worlds:
+                world.fresh()
+            label = f"the run crashing at {scenario.describe()}, recovered"
+            run_scenario(agent, inputs, self._recording(label), scenario, None, **options)
+        except Exception:  # the failure being reported matters more than its copy
+            pass
+
+    def keep_stores(self, directory: Path) -> list[KeptStore]:
+        """Write a SQLite copy of each kept run's store into ``directory`` (made if missing), one file per run:
+        every action state the run wrote, as last written, the completed states a checkpoint pruned included
+        (PLG-26). ``durable inspect`` reads each file (``KeptStore.command``)."""
+        from reference_runtime.stores.sqlite import SqliteStore
+
+        kept = []
+        directory.mkdir(parents=True, exist_ok=True)
+        for n, (label, recording) in enumerate(self.kept_runs, 1):
+            slug = re.sub(r"[^A-Za-z0-9]+", "-", label.partition(" [")[0].removeprefix("the ")).strip("-")[:64]
+            path = directory / f"{n}-{slug}.db"
+            store = SqliteStore(path, synchronous="OFF")
+            try:
+                for state_key, state in recording.records.items():
+                    store.put(recording.refs[state_key], state)
+            finally:
+                store.close()
+            kept.append(KeptStore(label, path))
+        return kept
 
     def _options(self, options: dict[str, Any]) -> dict[str, Any]:
         check_runner_options(options, "durable")
@@ -185,7 +270,11 @@ class DurableHarness:
         self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], selectors: list[CrashAt], options: dict[str, Any]
     ) -> DurableRun:
         injector = FaultInjector(list(selectors))
+        self._plain_runs += 1
+        crashes = f" crashing at {' then '.join(_selector_text(c) for c in selectors)}" if selectors else ""
         store = RecordingStore(self._store_factory())
+        self.kept_runs.append((f"run {self._plain_runs}{crashes}", store))
+        del self.kept_runs[:-KEPT_RUNS]
         if self._ledger is not None:
             self._ledger.new_run("the run")
         options = self._options(options)
@@ -210,15 +299,10 @@ class DurableHarness:
         if point is None:
             return self._plain_run(agent, inputs, [], options)
         options = self._options(options)
-        stores: list[RecordingStore] = []
-
-        def recording() -> ActionStateStore:
-            stores.append(RecordingStore(self._store_factory()))
-            return stores[-1]
-
-        baseline, _ = learn(agent, inputs, self._store_factory, self._ledger, **options)
+        baseline, _ = learn(agent, inputs, self._recording("the crash-free run"), self._ledger, **options)
         scenario = Scenario((point,), options.get("mismatch", "lenient"))
-        result, injector = run_scenario(agent, inputs, recording, scenario, self._ledger, **options)
+        label = f"the run crashing at {scenario.describe()}, recovered"
+        result, injector = run_scenario(agent, inputs, self._recording(label), scenario, self._ledger, **options)
         self.outcome = check(scenario, baseline, result, injector, self._ledger)
         self._count(
             points=1, crashes=len(injector.fired), anomalies=len(self._ledger.anomalies()) if self._ledger else 0
@@ -232,7 +316,7 @@ class DurableHarness:
             raise DurableInvariantError(
                 _explain(self.outcome, self._ledger) + self._hint(self.outcome, agent, inputs, baseline, options)
             )
-        return _with_records(result, stores[-1])
+        return _with_records(result, self.kept_runs[-1][1])
 
     def _hint(
         self,
@@ -263,12 +347,47 @@ class DurableHarness:
                 "crash: the agent's durable calls take different arguments each run; "
                 "durable.assert_deterministic() shows the first differing call (PLG-2)"
             )
+        differing = self._first_differing_result(agent, inputs, options)
+        if differing is not None:
+            return (
+                "\nnote: two crash-free runs already differ although their durable calls take the same "
+                f"arguments: a durable function (or a fake or client it calls) returned different results for "
+                f"the same arguments, first {differing}, because it keeps state across runs (e.g. a "
+                "module-level fake or counter). Build such fakes with durable.world(factory) so that each run "
+                "gets a fresh one (PLG-8)"
+            )
         return (
             "\nnote: two crash-free runs already differ although their durable calls are the same: the "
             "action computes outputs or memory from state outside its inputs and memory (time, "
             "randomness, globals) outside any durable call. Compute such values inside durable_execute "
             "so they are recorded and replayed (REC-2)"
         )
+
+    def _first_differing_result(
+        self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], options: dict[str, Any]
+    ) -> str | None:
+        """Two more crash-free runs, each on fresh worlds: the first durable call (in journal order) whose
+        recorded result differs between them although its function and arguments are the same, as
+        ``function F at call index N (call ID)``; None when every result is the same."""
+        runs: list[tuple[RunResult, RecordingStore]] = []
+        for _ in range(2):
+            for world in self._worlds:
+                world.fresh()
+            made = RecordingStore(self._store_factory())
+            result, _ = learn(agent, inputs, functools.partial(_same, made), None, **options)  # makes one store
+            runs.append((result, made))
+        (first, one), (_, other) = runs
+        last: dict[tuple[str, int, str, int], Any] = {}
+        for entry in first.journal:
+            c = entry.call_id
+            last[(c.key, c.seq, c.action, c.call_index)] = entry
+        for where, entry in sorted(last.items(), key=lambda kv: kv[0]):
+            a, b = one.results.get(where), other.results.get(where)
+            if a is None or b is None or (a.function_id, a.args_digest) != (b.function_id, b.args_digest):
+                continue
+            if (a.status, a.result_payload, a.exception_payload) != (b.status, b.result_payload, b.exception_payload):
+                return f"function {a.function_id} at call index {where[3]} (call {entry.call_id})"
+        return None
 
     def points(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], **options: Any) -> list[FaultPoint]:
         """Every distinct fault point a crash-free run reaches, in order."""
@@ -281,8 +400,9 @@ class DurableHarness:
         """Run ``scenario`` and fail with :class:`DurableInvariantError` if any invariant breaks."""
         options = self._options(options)
         ledger = self._ledger
-        baseline, _ = learn(agent, inputs, self._store_factory, ledger, **options)
-        result, injector = run_scenario(agent, inputs, self._store_factory, scenario, ledger, **options)
+        baseline, _ = learn(agent, inputs, self._recording("the crash-free run"), ledger, **options)
+        label = f"the run crashing at {scenario.describe()}, recovered"
+        result, injector = run_scenario(agent, inputs, self._recording(label), scenario, ledger, **options)
         outcome = check(scenario, baseline, result, injector, ledger)
         # A schedule counts once all its crashes fired: one that never fires tested nothing (PLG-15).
         self._count(
@@ -339,9 +459,11 @@ class DurableHarness:
         if not verdict.ok:
             bad = verdict.failing
             baseline, _ = learn(agent, inputs, self._store_factory, None, **options)
+            hint = self._hint(bad[0], agent, inputs, baseline, options)
+            self._keep_failing(agent, inputs, bad[0].scenario, options)
             raise DurableInvariantError(
                 f"durable invariants violated at {len(bad)} of {len(outcomes)} fault "
-                "points:\n  " + "\n  ".join(verdict.violations) + self._hint(bad[0], agent, inputs, baseline, options)
+                "points:\n  " + "\n  ".join(verdict.violations) + hint
             )
         return outcomes
 
@@ -423,6 +545,7 @@ class DurableHarness:
                 generated()
         except DurableInvariantError:
             scenario, text = failing[-1]  # Hypothesis re-runs the minimal example last
+            self._keep_failing(agent, inputs, scenario, options)
             raise DurableInvariantError(
                 f"minimal failing crash schedule: {scenario.describe()}\n{text}\n"
                 f"reproduce with:\n    {scenario.decorator()}\n"
@@ -500,6 +623,10 @@ class DurableHarness:
 
 def _with_records(result: RunResult, store: RecordingStore) -> DurableRun:
     return DurableRun(result, dict(store.records))
+
+
+def _same(store: ActionStateStore) -> ActionStateStore:
+    return store
 
 
 def _selector_text(c: CrashAt) -> str:

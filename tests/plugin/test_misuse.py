@@ -186,3 +186,85 @@ def test_memory_diff_marks_absent_paths() -> None:
     text = memory_diff({"k": {"a": 1}}, {"k": {"b": 2}})
     assert "key 'k' path 'a': crash-free 1, after recovery absent" in text
     assert "key 'k' path 'b': crash-free absent, after recovery 2" in text
+
+
+# -- the hint names the real cause of a difference between two crash-free runs -----------------------------
+
+
+class CountingQuotes:
+    """A fake quote service that numbers its answers: one kept at module level counts on across runs."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def quote(self, item: str) -> str:
+        self.calls += 1
+        return f"{item} #{self.calls}"
+
+
+QUOTES = CountingQuotes()
+
+
+def quote(item: str) -> str:
+    return QUOTES.quote(item)
+
+
+class QuotesThroughASharedFake(Agent):
+    """Asks the quote service inside durable_execute, as it should; the fake behind it is shared."""
+
+    @action(InputEvent)
+    @staticmethod
+    def handle(event: Event, ctx: RunnerContext) -> None:
+        ctx.send_event(OutputEvent(ctx.durable_execute(quote, event.attributes["input"])))
+
+
+class StampsTimeOutsideDurableCalls(Agent):
+    """Looks the item up durably but stamps the output with the time read outside any durable call."""
+
+    @action(InputEvent)
+    @staticmethod
+    def handle(event: Event, ctx: RunnerContext) -> None:
+        import time
+
+        found = ctx.durable_execute(str.upper, event.attributes["input"])
+        ctx.send_event(OutputEvent(f"{found} at {time.time_ns()}"))
+
+
+def test_a_module_level_counting_fake_is_named_as_the_cause(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PLG-25: results computed inside durable_execute that differ between two crash-free runs on the same
+    arguments are blamed on state kept across runs, naming the function and call, with durable.world()."""
+    monkeypatch.setattr(f"{__name__}.QUOTES", CountingQuotes())
+    harness = DurableHarness(InMemoryStore, "memory:")
+    with pytest.raises(DurableInvariantError) as info:
+        harness.crash(QuotesThroughASharedFake, [("k", "tea")], "handle:before-complete")
+    text = str(info.value)
+    assert "REC-6: outputs differ after a crash at before-complete" in text
+    assert text.endswith(
+        "\nnote: two crash-free runs already differ although their durable calls take the same arguments: a "
+        "durable function (or a fake or client it calls) returned different results for the same arguments, "
+        f"first function {__name__}.quote at call index 0 (call k/0/handle/0), because it keeps state across "
+        "runs (e.g. a module-level fake or counter). Build such fakes with durable.world(factory) so that each "
+        "run gets a fresh one (PLG-8)"
+    )
+    assert "outside any durable call" not in text
+
+
+def test_the_same_fake_made_by_durable_world_passes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PLG-25: the fix the hint names works: a fresh fake per run, and the crash changes nothing."""
+    harness = DurableHarness(InMemoryStore, "memory:")
+    monkeypatch.setattr(f"{__name__}.QUOTES", harness.world(CountingQuotes))
+    assert harness.crash(QuotesThroughASharedFake, [("k", "tea")], "handle:before-complete").ok
+
+
+def test_time_read_outside_durable_calls_is_named_as_the_cause() -> None:
+    """PLG-25: when the durable calls and their results are the same in two crash-free runs, the note
+    blames a value computed outside any durable call."""
+    harness = DurableHarness(InMemoryStore, "memory:")
+    with pytest.raises(DurableInvariantError) as info:
+        harness.crash(StampsTimeOutsideDurableCalls, [("k", "tea")], "handle:before-complete")
+    assert str(info.value).endswith(
+        "\nnote: two crash-free runs already differ although their durable calls are the same: the action "
+        "computes outputs or memory from state outside its inputs and memory (time, randomness, globals) "
+        "outside any durable call. Compute such values inside durable_execute so they are recorded and "
+        "replayed (REC-2)"
+    )
