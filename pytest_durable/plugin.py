@@ -335,6 +335,14 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.write_line(_store_line(config))
     if parts:
         terminalreporter.write_line("durable: " + ", ".join(parts))
+    unchecked = totals.get("durable_points_without_effects", 0)
+    if unchecked:
+        # A sweep that checked no effect never passes silently (PLG-24).
+        terminalreporter.write_line(
+            f"durable: {unchecked} of {totals.get('durable_fault_points', unchecked)} fault points swept checked no "
+            "side effect: none was booked to the ledger, so an effect a recovery repeated went unseen (declare "
+            "effects: durable_ledger.wrap, durable_ledger.book) (PLG-24)"
+        )
     starts = totals.get("durable_snapshot_starts", 0), totals.get("durable_re_executed_starts", 0)
     if any(starts) and config.option.verbose > 0:
         terminalreporter.write_line(
