@@ -137,3 +137,16 @@ def test_the_shipping_tool_of_the_quickstart_runs_once_per_request(capsys: pytes
     for example in (e for e in EXAMPLES if e.name in ("review", "react")):
         Runner(example.build(), resources=example.fakes()).run(example.inputs)
         assert capsys.readouterr().out.count(NOTIFIED) == 1, example.name
+
+
+def test_sweeps_of_the_two_key_review_agent_are_the_same_run_after_run() -> None:
+    """PLG-22, PLG-23: the quickstart review agent, two keys in flight and a tool loop on one, gives the same
+    outcomes, violations (none) and counts on every sweep."""
+    example = next(e for e in EXAMPLES if e.name == "review")
+    agent = example.build()
+    reports = set()
+    for _ in range(3):
+        swept = sweep(agent, example.inputs, InMemoryStore, resources=example.fakes())
+        reports.add("\n".join(f"{o.where} {o.violations} {o.re_executed} {o.repeated} {o.start}" for o in swept))
+        assert not any(o.violations for o in swept)
+    assert len(reports) == 1
