@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from reference_runtime import CrashAt, FaultInjector, Phase, Runner
 from reference_runtime.codecs import CloudpickleCodec
+from reference_runtime.durable import ResultEncodeError
 from reference_runtime.errors import InvalidValueError, UntrustedPayloadError
 from reference_runtime.flink_agents_compat import FLINK_PAYLOAD_CLASSES, flink_payload_codec
 from reference_runtime.flink_agents_compat.events import check_schema_modules, unwrap, wrap
@@ -39,11 +40,12 @@ def test_a_vector_store_result_replays_through_the_allow_list() -> None:
 
 
 def test_without_the_allow_list_the_result_is_refused_not_loaded() -> None:
-    """FA-10, PAY-3: with a plain restricted codec the same record is one UntrustedPayloadError naming the
-    class; nothing the record names is loaded."""
+    """FA-10, PAY-3, PAY-9: with a plain restricted codec the same result is refused when it is written, the
+    UntrustedPayloadError its loader would raise naming the class; nothing the record names is loaded."""
     injector = FaultInjector([CrashAt(Phase.AFTER_RECORD, key="001", action="context_retrieval_action", call_index=0)])
-    with pytest.raises(UntrustedPayloadError, match=r"vector_store\.VectorStoreQueryResult"):
+    with pytest.raises(ResultEncodeError, match=r"vector_store\.VectorStoreQueryResult") as info:
         Runner(MyRAGAgent, resources=RAG.fakes(), injector=injector, codec=CloudpickleCodec()).run(RAG.inputs[:1])
+    assert isinstance(info.value.__cause__, UntrustedPayloadError)
 
 
 class Quote(BaseModel):
@@ -68,8 +70,9 @@ def test_a_user_extends_the_allow_list_with_their_own_result_class() -> None:
     def crash() -> FaultInjector:
         return FaultInjector([CrashAt(Phase.AFTER_RECORD, key="k", call_index=0)])
 
-    with pytest.raises(UntrustedPayloadError, match=r"Quote"):
+    with pytest.raises(ResultEncodeError, match=r"Quote") as info:  # refused when written (PAY-9)
         Runner(Quoting, injector=crash()).run([("k", "tea")])
+    assert isinstance(info.value.__cause__, UntrustedPayloadError)
     for extra in (Quote, f"{__name__}.Quote"):
         result = Runner(Quoting, injector=crash(), codec=flink_payload_codec(extra)).run([("k", "tea")])
         assert result.failovers == 1 and result.outputs == {"k": [{"price": 3}]}

@@ -195,8 +195,10 @@ def test_user_events_survive_recovery_as_their_class(kind: str, tmp_path: Any) -
     a Quoted, a Scored and a ChatResponseEvent whose response is a ChatMessage, built from the stored data;
     the outputs equal the crash-free run's."""
 
+    files = iter(range(2))  # one file per run: the crash run must not open the crash-free run's records
+
     def store() -> Any:
-        return InMemoryStore() if kind == "memory" else SqliteStore(tmp_path / f"s{len(RECEIVED)}.db")
+        return InMemoryStore() if kind == "memory" else SqliteStore(tmp_path / f"s{next(files)}.db")
 
     RECEIVED.clear()
     baseline = Runner(Relay, store()).run([("k", "a")])
