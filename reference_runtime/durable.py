@@ -82,6 +82,14 @@ def current_call() -> CallContext:
     return ctx
 
 
+#: Set by the crash-exploration engine only (a sweep, never a runner's user), read once per action execution:
+#: ``captured`` collects the outcome of every call that ran (not replayed) by call id, the last one winning;
+#: ``replayed`` gives the outcome a call returns instead of running, for the crash-free run that replays a
+#: crash run's values and is the reference REC-6 is judged against (PLG-25).
+captured: dict[CallId, Outcome] | None = None
+replayed: dict[CallId, Outcome] | None = None
+
+
 class JournalEntry(NamedTuple):
     """One durable call as it happened in one execution attempt (the plugin's journal). A named tuple:
     one is built per durable call (benchmark P4)."""
@@ -172,6 +180,7 @@ class ActionExecution:
         self._execution = self.execution
         self._reach = self.injector.recorder() if self.injector is not None else None
         self._bound = bool(getattr(self.codec, "binds_records", False))
+        self._captured, self._replayed = captured, replayed
 
     # -- helpers ---------------------------------------------------------------------------------
     @property
@@ -325,6 +334,8 @@ class ActionExecution:
                 return (call, _RERUN, None, func, args, kwargs, retry)
             self.mismatch(index, record, fid, digest)
         slot: Slot = (call, _EXECUTE, None, func, args, kwargs, retry)
+        if self._replayed is not None and call.call_id in self._replayed:
+            slot = (call, _EXECUTE, None, _returning(self._replayed[call.call_id]), (), {}, None)
         if reserve and reconciler is not None:
             self.reserve((slot,))
         return slot
@@ -450,6 +461,8 @@ class ActionExecution:
         )
         i = cid[3]
         if plan is not _REPLAY:
+            if self._captured is not None:
+                self._captured[cid] = outcome
             reach = self._reach
             if reach is not None:
                 reach(_new(FaultPoint, (_AFTER_EFFECT, *self._where, i, fid, self._execution)))
@@ -504,3 +517,12 @@ class DurableAwaitable(Awaitable[Any]):
 
     def __await__(self) -> Generator[Any, None, Any]:
         return self._start().__await__()
+
+
+def _returning(outcome: Outcome) -> Callable[[], Any]:
+    """A function that returns ``outcome``'s value or raises its exception, as the call did (PLG-25)."""
+
+    def replay() -> Any:
+        return outcome.unwrap()
+
+    return replay

@@ -17,7 +17,16 @@ from . import journal as journals
 from . import reached
 from .ledger import Ledger
 from .scenario import Scenario
-from .sweep import NewStore, check_runner_options, learn, points_to_crash, run_scenario, sweep
+from .sweep import (
+    NewStore,
+    capturing,
+    check_runner_options,
+    judge_on_recorded_values,
+    learn,
+    points_to_crash,
+    run_scenario,
+    sweep,
+)
 from .verdict import PointOutcome, Verdict, check
 
 if TYPE_CHECKING:
@@ -221,7 +230,8 @@ class DurableHarness:
 
         baseline, _ = learn(agent, inputs, self._store_factory, self._ledger, **options)
         scenario = Scenario((point,), options.get("mismatch", "lenient"))
-        result, injector = run_scenario(agent, inputs, recording, scenario, self._ledger, **options)
+        with capturing() as values:
+            result, injector = run_scenario(agent, inputs, recording, scenario, self._ledger, **options)
         self.outcome = check(scenario, baseline, result, injector, self._ledger)
         self._count(
             points=1,
@@ -229,6 +239,7 @@ class DurableHarness:
             anomalies=len(self._ledger.anomalies()) if self._ledger else 0,
             unchecked_effects=0 if self._ledger is not None and self._ledger.booked else 1,
         )
+        judge_on_recorded_values(self.outcome, agent, inputs, self._store_factory, self._ledger, values, options)
         if not injector.fired:
             raise AssertionError(
                 f"fault point {_selector_text(point)} was reached at collection but not in this "

@@ -11,14 +11,15 @@ same sweep. Shared by the fixtures, the sweep marker, schedule exploration, ``du
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from reference_runtime import Agent, FaultInjector, FaultPoint, Phase, Runner, RunResult
+from reference_runtime import Agent, CallId, FaultInjector, FaultPoint, Phase, Runner, RunResult, durable
 from reference_runtime.clock import let_time_pass
 from reference_runtime.stores.base import ActionStateStore
 
@@ -38,7 +39,9 @@ __all__ = [
     "LearningFailed",
     "MarkerError",
     "NewStore",
+    "capturing",
     "check_runner_options",
+    "judge_on_recorded_values",
     "learn",
     "points_to_crash",
     "run_scenario",
@@ -140,7 +143,8 @@ def sweep(
     crash-free run, a sampled point run both ways) run either way, so that both paths run the agent the
     same number of times before the scenarios and their verdicts stay comparable even for an agent whose
     results depend on earlier runs in the process."""
-    ref = snap.record(agent, inputs, store, ledger, options, run=run)
+    with capturing() as ref_values:
+        ref = snap.record(agent, inputs, store, ledger, options, run=run)
     ref.reason = snap.why_not(ref, store, ledger, run)
     again = None
     if ref.reason is None:
@@ -154,7 +158,7 @@ def sweep(
     if usable:
         sample = usable[len(usable) // 2]
         scenario = Scenario((selector_for(sample),), mismatch)
-        verdict = _sample(ref, sample, scenario, agent, inputs, store, ledger, options)
+        verdict = _sample(ref, sample, scenario, agent, inputs, store, ledger, options, ref_values)
         if isinstance(verdict, str):
             ref.reason = verdict
         else:
@@ -163,7 +167,7 @@ def sweep(
     outcomes = []
     # Points with the same snapshot come one after another (a store only grows along the run): keep the
     # last recovery only, so a sweep holds one recovered result at a time, not one per store state.
-    shared: tuple[Any, snap.Recovery | None] = (None, None)
+    shared: tuple[Any, snap.Recovery | None, dict[CallId, durable.Outcome]] = (None, None, {})
     for point in points:
         if point in done:
             outcomes.append(done[point])
@@ -173,13 +177,19 @@ def sweep(
         if reason is None:
             key = snap.recovery_key(ref, point)
             reuse = shared[1] if shared[0] == key else None
-            result, injector, recovery = snap.start(
-                ref, point, scenario, ledger, scenario_options(scenario, options), reuse
-            )
-            shared = (key, recovery)
+            with capturing() as values:
+                result, injector, recovery = snap.start(
+                    ref, point, scenario, ledger, scenario_options(scenario, options), reuse
+                )
+            # The calls before the point ran in the crash-free run; a shared recovery ran the rest once.
+            values = {**ref_values, **(shared[2] if reuse is not None else values)}
+            shared = (key, recovery, values)
         else:
-            result, injector = run_scenario(agent, inputs, store, scenario, ledger, run=run, **options)
+            with capturing() as values:
+                result, injector = run_scenario(agent, inputs, store, scenario, ledger, run=run, **options)
         outcome = check(scenario, baseline, result, injector, ledger)
+        if run is None:
+            judge_on_recorded_values(outcome, agent, inputs, store, ledger, values, options)
         if not outcome.fired:
             outcome.violations.append(
                 f"PLG-19: the crash at {point.describe()} never fired: the run did not reach the point the crash-free "
@@ -201,18 +211,22 @@ def _sample(
     store: NewStore,
     ledger: Ledger | None,
     options: dict[str, Any],
+    ref_values: dict[CallId, durable.Outcome],
 ) -> PointOutcome | str:
     """Run ``point``'s scenario from its snapshot and by re-execution; the re-executed outcome if both
     agree on everything the checks read, else why the snapshot path is not used (PLG-17)."""
     seen = []
     try:
         for path in ("snapshot", "re-executed"):
-            if path == "snapshot":
-                merged = scenario_options(scenario, options)
-                result, injector, _ = snap.start(ref, point, scenario, ledger, merged, trace_recovery=True)
-            else:
-                result, injector = run_scenario(agent, inputs, store, scenario, ledger, **options)
+            with capturing() as values:
+                if path == "snapshot":
+                    merged = scenario_options(scenario, options)
+                    result, injector, _ = snap.start(ref, point, scenario, ledger, merged, trace_recovery=True)
+                    values = {**ref_values, **values}
+                else:
+                    result, injector = run_scenario(agent, inputs, store, scenario, ledger, **options)
             outcome = check(scenario, ref.result, result, injector, ledger)
+            judge_on_recorded_values(outcome, agent, inputs, store, ledger, values, options)
             seen.append((outcome, _observed(outcome, result, injector, ledger)))
     except Exception as exc:
         return f"the scenario sampled at {point.describe()} raised {type(exc).__name__}"
@@ -222,6 +236,46 @@ def _sample(
             "(the agent's run before the crash changes state the snapshot does not hold)"
         )
     return seen[1][0]
+
+
+@contextlib.contextmanager
+def capturing() -> Iterator[dict[CallId, durable.Outcome]]:
+    """Collect the outcome of every durable call that runs in the block, by call id (PLG-25)."""
+    found: dict[CallId, durable.Outcome] = {}
+    durable.captured = found
+    try:
+        yield found
+    finally:
+        durable.captured = None
+
+
+def judge_on_recorded_values(
+    outcome: PointOutcome,
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    store: NewStore,
+    ledger: Ledger | None,
+    values: dict[CallId, durable.Outcome],
+    options: dict[str, Any],
+) -> None:
+    """Recorded values are the reference (PLG-25): when a crash run's outputs or memory differ from the
+    crash-free run's (REC-6), hold them against the crash-free run whose durable calls return the values
+    the crash run's calls returned (``values``, by call id) instead of running. Equal, the difference came
+    from what the calls returned (the time a call read later than the crash-free run did, on a clock that
+    moved on), not from recovery, and the REC-6 lines are dropped; the other checks stand."""
+    if not values or not any(v.startswith("REC-6") for v in outcome.violations):
+        return
+    if ledger is not None:
+        ledger.new_run("the crash-free run replaying the crash run's values")
+    durable.replayed = values
+    try:
+        reference = Runner(agent, store(), injector=FaultInjector(), **options).run(inputs)
+    except Exception:  # the replayed values take the agent elsewhere: keep the verdict as it is
+        return
+    finally:
+        durable.replayed = None
+    if reference.outputs == outcome.result.outputs and reference.memory == outcome.result.memory:
+        outcome.violations = [v for v in outcome.violations if not v.startswith("REC-6")]
 
 
 def _observed(outcome: PointOutcome, result: RunResult, injector: FaultInjector, ledger: Ledger | None) -> Any:
