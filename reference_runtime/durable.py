@@ -83,10 +83,11 @@ def current_call() -> CallContext:
 
 
 #: Set by the crash-exploration engine only (a sweep, never a runner's user), read once per action execution:
-#: ``captured`` collects the outcome of every call that ran (not replayed) by call id, the last one winning;
-#: ``replayed`` gives the outcome a call returns instead of running, for the crash-free run that replays a
-#: crash run's values and is the reference REC-6 is judged against (PLG-25).
-captured: dict[CallId, Outcome] | None = None
+#: ``captured`` collects the args digest and outcome of every call that ran (not replayed) by call id, the
+#: first one winning;
+#: ``replayed`` gives the outcome a call returns instead of running, for the crash-free run that replays the
+#: values a crash run recorded and is the reference REC-6 is judged against (PLG-25).
+captured: dict[CallId, tuple[str, Outcome]] | None = None
 replayed: dict[CallId, Outcome] | None = None
 
 
@@ -462,7 +463,7 @@ class ActionExecution:
         i = cid[3]
         if plan is not _REPLAY:
             if self._captured is not None:
-                self._captured[cid] = outcome
+                self._captured.setdefault(cid, (digest, outcome))
             reach = self._reach
             if reach is not None:
                 reach(_new(FaultPoint, (_AFTER_EFFECT, *self._where, i, fid, self._execution)))

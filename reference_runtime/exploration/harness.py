@@ -228,7 +228,8 @@ class DurableHarness:
             stores.append(RecordingStore(self._store_factory()))
             return stores[-1]
 
-        baseline, _ = learn(agent, inputs, self._store_factory, self._ledger, **options)
+        with capturing() as baseline_values:
+            baseline, _ = learn(agent, inputs, self._store_factory, self._ledger, **options)
         scenario = Scenario((point,), options.get("mismatch", "lenient"))
         with capturing() as values:
             result, injector = run_scenario(agent, inputs, recording, scenario, self._ledger, **options)
@@ -239,7 +240,9 @@ class DurableHarness:
             anomalies=len(self._ledger.anomalies()) if self._ledger else 0,
             unchecked_effects=0 if self._ledger is not None and self._ledger.booked else 1,
         )
-        judge_on_recorded_values(self.outcome, agent, inputs, self._store_factory, self._ledger, values, options)
+        judge_on_recorded_values(
+            self.outcome, agent, inputs, self._store_factory, self._ledger, baseline_values, values, options
+        )
         if not injector.fired:
             raise AssertionError(
                 f"fault point {_selector_text(point)} was reached at collection but not in this "

@@ -167,7 +167,7 @@ def sweep(
     outcomes = []
     # Points with the same snapshot come one after another (a store only grows along the run): keep the
     # last recovery only, so a sweep holds one recovered result at a time, not one per store state.
-    shared: tuple[Any, snap.Recovery | None, dict[CallId, durable.Outcome]] = (None, None, {})
+    shared: tuple[Any, snap.Recovery | None, dict[CallId, tuple[str, durable.Outcome]]] = (None, None, {})
     for point in points:
         if point in done:
             outcomes.append(done[point])
@@ -177,19 +177,23 @@ def sweep(
         if reason is None:
             key = snap.recovery_key(ref, point)
             reuse = shared[1] if shared[0] == key else None
+            # From a snapshot, what was recorded before the crash is what the crash-free run recorded; a
+            # shared recovery ran its calls once, for the first of its points.
             with capturing() as values:
+                values.update(_ran_before(ref, point, ref_values))
                 result, injector, recovery = snap.start(
                     ref, point, scenario, ledger, scenario_options(scenario, options), reuse
                 )
-            # The calls before the point ran in the crash-free run; a shared recovery ran the rest once.
-            values = {**ref_values, **(shared[2] if reuse is not None else values)}
+            values = shared[2] if reuse is not None else values
             shared = (key, recovery, values)
+            outcome = check(scenario, baseline, result, injector, ledger)
+            judge_on_recorded_values(outcome, agent, inputs, store, ledger, ref_values, values, options)
         else:
             with capturing() as values:
                 result, injector = run_scenario(agent, inputs, store, scenario, ledger, run=run, **options)
-        outcome = check(scenario, baseline, result, injector, ledger)
-        if run is None:
-            judge_on_recorded_values(outcome, agent, inputs, store, ledger, values, options)
+            outcome = check(scenario, baseline, result, injector, ledger)
+            if run is None:
+                judge_on_recorded_values(outcome, agent, inputs, store, ledger, ref_values, values, options)
         if not outcome.fired:
             outcome.violations.append(
                 f"PLG-19: the crash at {point.describe()} never fired: the run did not reach the point the crash-free "
@@ -211,7 +215,7 @@ def _sample(
     store: NewStore,
     ledger: Ledger | None,
     options: dict[str, Any],
-    ref_values: dict[CallId, durable.Outcome],
+    ref_values: dict[CallId, tuple[str, durable.Outcome]],
 ) -> PointOutcome | str:
     """Run ``point``'s scenario from its snapshot and by re-execution; the re-executed outcome if both
     agree on everything the checks read, else why the snapshot path is not used (PLG-17)."""
@@ -220,13 +224,13 @@ def _sample(
         for path in ("snapshot", "re-executed"):
             with capturing() as values:
                 if path == "snapshot":
+                    values.update(_ran_before(ref, point, ref_values))
                     merged = scenario_options(scenario, options)
                     result, injector, _ = snap.start(ref, point, scenario, ledger, merged, trace_recovery=True)
-                    values = {**ref_values, **values}
                 else:
                     result, injector = run_scenario(agent, inputs, store, scenario, ledger, **options)
             outcome = check(scenario, ref.result, result, injector, ledger)
-            judge_on_recorded_values(outcome, agent, inputs, store, ledger, values, options)
+            judge_on_recorded_values(outcome, agent, inputs, store, ledger, ref_values, values, options)
             seen.append((outcome, _observed(outcome, result, injector, ledger)))
     except Exception as exc:
         return f"the scenario sampled at {point.describe()} raised {type(exc).__name__}"
@@ -239,14 +243,29 @@ def _sample(
 
 
 @contextlib.contextmanager
-def capturing() -> Iterator[dict[CallId, durable.Outcome]]:
-    """Collect the outcome of every durable call that runs in the block, by call id (PLG-25)."""
-    found: dict[CallId, durable.Outcome] = {}
+def capturing() -> Iterator[dict[CallId, tuple[str, durable.Outcome]]]:
+    """Collect the args digest and outcome of every durable call that runs in the block, by call id, the
+    first run of each (PLG-25)."""
+    found: dict[CallId, tuple[str, durable.Outcome]] = {}
     durable.captured = found
     try:
         yield found
     finally:
         durable.captured = None
+
+
+def _ran_before(
+    ref: snap.Reference, point: FaultPoint, ref_values: dict[CallId, tuple[str, durable.Outcome]]
+) -> dict[CallId, tuple[str, durable.Outcome]]:
+    """The values of the calls the crash-free run ran before ``point``: a scenario started from its snapshot
+    ran them there, first (PLG-25)."""
+    end = ref.trace.index(point)
+    ran = {
+        CallId(str(p.key), p.seq or 0, str(p.action), p.call_index or 0, p.execution)
+        for p in ref.trace[:end]
+        if p.phase is Phase.AFTER_EFFECT
+    }
+    return {cid: ref_values[cid] for cid in ran if cid in ref_values}
 
 
 def judge_on_recorded_values(
@@ -255,18 +274,27 @@ def judge_on_recorded_values(
     inputs: Sequence[tuple[str, Any]],
     store: NewStore,
     ledger: Ledger | None,
-    values: dict[CallId, durable.Outcome],
+    baseline_values: dict[CallId, tuple[str, durable.Outcome]],
+    crash_values: dict[CallId, tuple[str, durable.Outcome]],
     options: dict[str, Any],
 ) -> None:
-    """Recorded values are the reference (PLG-25): when a crash run's outputs or memory differ from the
-    crash-free run's (REC-6), hold them against the crash-free run whose durable calls return the values
-    the crash run's calls returned (``values``, by call id) instead of running. Equal, the difference came
-    from what the calls returned (the time a call read later than the crash-free run did, on a clock that
-    moved on), not from recovery, and the REC-6 lines are dropped; the other checks stand."""
-    if not values or not any(v.startswith("REC-6") for v in outcome.violations):
+    """Recorded values are the reference (PLG-25): a crash run starts, and its recovery runs, later than the
+    crash-free run (PLG-13), so a value one of its calls returned (the time read by
+    ``ctx.durable_execute(time.time)``) may differ from the crash-free run's. When its outputs or memory differ
+    (REC-6), hold them against the crash-free run whose calls return, instead of running, the value each call
+    returned the first time it ran in the crash run (``crash_values``; from a snapshot, a call that ran before
+    the point ran in the crash-free run) and the crash-free run's value for a call that did not run in it
+    (``baseline_values``): each an args digest and outcome by call id. Equal, the difference came from what
+    the calls returned, not from recovery, and the REC-6 lines are dropped. A call that ran again after the
+    crash and returned another value (a second charge, the time read again after the restart) still shows
+    as REC-6; the other checks stand."""
+    if not crash_values or not any(v.startswith("REC-6") for v in outcome.violations):
         return
+    values = {cid: found for cid, (_, found) in {**baseline_values, **crash_values}.items()}
+    if all(baseline_values.get(cid, (None, None))[1] == values[cid] for cid in crash_values):
+        return  # the crash run's calls returned what the crash-free run's did: the difference is recovery's
     if ledger is not None:
-        ledger.new_run("the crash-free run replaying the crash run's values")
+        ledger.new_run("the crash-free run replaying the crash run's recorded values")
     durable.replayed = values
     try:
         reference = Runner(agent, store(), injector=FaultInjector(), **options).run(inputs)
