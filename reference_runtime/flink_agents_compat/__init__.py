@@ -32,6 +32,8 @@ FLINK_PAYLOAD_CLASSES = frozenset(
     {
         "flink_agents.api.chat_message.ChatMessage",
         "flink_agents.api.chat_message.MessageRole",
+        # The type of a tool call a chat message carries (``{"type": ToolType.FUNCTION, ...}``).
+        "flink_agents.api.tools.tool.ToolType",
         "flink_agents.api.vector_stores.vector_store.Document",
         "flink_agents.api.vector_stores.vector_store.VectorStoreQueryResult",
         "flink_agents.api.memory.long_term_memory.MemorySetItem",

@@ -115,3 +115,15 @@ def test_a_record_never_makes_flink_agents_import_a_module() -> None:
     with pytest.raises(InvalidValueError, match=r"names the output schema module 'antigravity', which is not loaded"):
         check_schema_modules(tampered, "a sensory memory value")
     assert "antigravity" not in sys.modules
+
+
+def test_a_chat_message_with_a_typed_tool_call_replays_through_the_allow_list() -> None:
+    """FA-10: a chat message whose tool call carries its ToolType (as Flink Agents' own chat model tests
+    build them) is written and read back by the default codec of such an agent."""
+    from flink_agents.api.chat_message import ChatMessage, MessageRole
+    from flink_agents.api.tools.tool import ToolType
+
+    call = {"id": "1", "type": ToolType.FUNCTION, "function": {"name": "add", "arguments": {"a": 1}}}
+    message = ChatMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[call])
+    codec = flink_payload_codec()
+    assert codec.decode_result(codec.encode_result(message)) == message
