@@ -599,6 +599,7 @@ def dies_in_attempt_2(i: int) -> int:
                 call.call_id.action,
                 call.call_id.call_index,
                 call.function_id,
+                call.call_id.execution,
             )
         )
     if call.attempt < 3:

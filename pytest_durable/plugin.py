@@ -33,7 +33,7 @@ _UPDATE_JOURNALS = pytest.StashKey[bool]()
 _RE_EXECUTE = pytest.StashKey[bool]()
 _JOURNAL_ROOT = pytest.StashKey["Path | None"]()
 _KEEP_STORES = pytest.StashKey[bool]()
-#: (test id, the lines naming its kept stores), in the order the tests ended (PLG-26).
+#: (test id, the lines naming its kept stores), in the order the tests ended (PLG-27).
 _KEPT = pytest.StashKey[list[tuple[str, str]]]()
 #: The harness of a test using the ``durable`` fixture, and the factory of its directory of kept stores.
 _HARNESS = pytest.StashKey["tuple[DurableHarness, pytest.TempPathFactory]"]()
@@ -328,7 +328,7 @@ class _Totals:
         self.totals = totals
         #: Why sweep scenarios re-executed, with how many (shown with -v, PLG-17).
         self.reasons: dict[str, int] = {}
-        #: (test id, the lines naming its kept stores), in the order the tests ended (PLG-26).
+        #: (test id, the lines naming its kept stores), in the order the tests ended (PLG-27).
         self.kept = kept
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -354,6 +354,14 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.write_line(_store_line(config))
     if parts:
         terminalreporter.write_line("durable: " + ", ".join(parts))
+    unchecked = totals.get("durable_points_without_effects", 0)
+    if unchecked:
+        # A sweep that checked no effect never passes silently (PLG-24).
+        terminalreporter.write_line(
+            f"durable: {unchecked} of {totals.get('durable_fault_points', unchecked)} fault points swept checked no "
+            "side effect: none was booked to the ledger, so an effect a recovery repeated went unseen (declare "
+            "effects: durable_ledger.wrap, durable_ledger.book) (PLG-24)"
+        )
     starts = totals.get("durable_snapshot_starts", 0), totals.get("durable_re_executed_starts", 0)
     if any(starts) and config.option.verbose > 0:
         terminalreporter.write_line(
@@ -368,14 +376,14 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if kept and not (parts or late):
         terminalreporter.write_sep("=", "durable")
     if kept and keep_all:
-        terminalreporter.write_line(f"durable: stores kept for inspection (PLG-27), of {_tests(len(kept))}:")
+        terminalreporter.write_line(f"durable: stores kept for inspection (PLG-28), of {_tests(len(kept))}:")
         for nodeid, lines in kept:
             terminalreporter.write_line(nodeid)
             terminalreporter.write_line(lines)
     elif kept:
         terminalreporter.write_line(
             f"durable: the stores of {_tests(len(kept))} that failed were kept for inspection: the section "
-            "'durable: stores kept for inspection' of each failure names them (PLG-26)"
+            "'durable: stores kept for inspection' of each failure names them (PLG-27)"
         )
 
 
@@ -386,7 +394,7 @@ def _tests(n: int) -> str:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     """A durable test that failed (or any, with ``--durable-keep-stores``) keeps a SQLite copy of the stores
-    of its runs and its report names the ``durable inspect`` command of each (PLG-26)."""
+    of its runs and its report names the ``durable inspect`` command of each (PLG-27)."""
     outcome: Any = yield
     report: pytest.TestReport = outcome.get_result()
     kept = item.stash.get(_HARNESS, None)
@@ -490,7 +498,7 @@ def durable(
         sweep=(sweep.args, dict(sweep.kwargs), durable_point) if sweep is not None else None,
         re_execute=config.stash[_RE_EXECUTE],
     )
-    request.node.stash[_HARNESS] = (harness, tmp_path_factory)  # its stores are kept if the test fails (PLG-26)
+    request.node.stash[_HARNESS] = (harness, tmp_path_factory)  # its stores are kept if the test fails (PLG-27)
     try:
         yield harness
     finally:

@@ -25,7 +25,7 @@ from .clock import Clock, SystemClock
 from .codecs import PayloadCodec, RecordBinding
 from .errors import DurableError, Location, NondeterminismError, PayloadDecodeError, SignatureError
 from .faults import FaultInjector, FaultPoint, Phase
-from .identity import CallContext, CallId, args_digest, function_id
+from .identity import CallContext, CallId, args_digest, flink_args_digest, function_id
 from .memory import _in_durable_call as _current_call
 from .records import ActionState, CallResult, CallStatus, StateRef
 from .retry import RetryPolicy
@@ -80,6 +80,15 @@ def current_call() -> CallContext:
     if ctx is None:
         raise RuntimeError("current_call() is only available inside a function run by durable_execute")
     return ctx
+
+
+#: Set by the crash-exploration engine only (a sweep, never a runner's user), read once per action execution:
+#: ``captured`` collects the args digest and outcome of every call that ran (not replayed) by call id, the
+#: first one winning;
+#: ``replayed`` gives the outcome a call returns instead of running, for the crash-free run that replays the
+#: values a crash run recorded and is the reference REC-6 is judged against (PLG-25).
+captured: dict[CallId, tuple[str, Outcome]] | None = None
+replayed: dict[CallId, Outcome] | None = None
 
 
 class JournalEntry(NamedTuple):
@@ -161,13 +170,18 @@ class ActionExecution:
     reconcilers: bool = True
     """The test switch ``durable-execution.reconcilers`` (spec DE-14): off, every call runs as if it had no
     reconciler. Applied here, where every durable call opens its slot, so no entry point can miss it."""
+    execution: int = 1
+    """The ordinal (from 1) of this execution among the executions of its action for the same input, in
+    run order: part of every call id and fault point of the execution (IDN-9, FLT-6)."""
 
     def __post_init__(self) -> None:
         # Looked up once per action rather than on every durable call: this is the hot path (P4).
         self._action = self.ref.action.name
         self._where = (self.ref.key, self.ref.seq, self._action)
+        self._execution = self.execution
         self._reach = self.injector.recorder() if self.injector is not None else None
         self._bound = bool(getattr(self.codec, "binds_records", False))
+        self._captured, self._replayed = captured, replayed
 
     # -- helpers ---------------------------------------------------------------------------------
     @property
@@ -178,11 +192,11 @@ class ActionExecution:
         return Location(self.ref.key, self.ref.seq, self._action, index)
 
     def call_id(self, index: int) -> CallId:
-        return CallId(self.ref.key, self.ref.seq, self._action, index)
+        return CallId(self.ref.key, self.ref.seq, self._action, index, self._execution)
 
     def fault(self, phase: Phase, index: int, fid: str) -> None:
         if self._reach is not None:
-            self._reach(FaultPoint(phase, self.ref.key, self.ref.seq, self._action, index, fid))
+            self._reach(FaultPoint(phase, self.ref.key, self.ref.seq, self._action, index, fid, self._execution))
 
     def write(self, index: int, results: list[CallResult]) -> None:
         records = self.state.call_results
@@ -302,12 +316,16 @@ class ActionExecution:
         digest = args_digest(args, kwargs)
         where = self._where
         if self._reach is not None:
-            self._reach(_new(FaultPoint, (_BEFORE_CALL, *where, index, fid)))
-        call = _new(CallContext, (_new(CallId, (*where, index)), fid, digest, 1))
+            self._reach(_new(FaultPoint, (_BEFORE_CALL, *where, index, fid, self._execution)))
+        call = _new(CallContext, (_new(CallId, (*where, index, self._execution)), fid, digest, 1))
         records = self.state.call_results
         if index < len(records):
             record = records[index]
-            if record.function_id == fid and record.args_digest == digest:
+            # A record Flink Agents wrote carries its own digest, which equal arguments shared differently
+            # may miss: it matches too (IDN-10), computed only when the runtime's digest does not.
+            if record.function_id == fid and (
+                record.args_digest == digest or record.args_digest == flink_args_digest(args, kwargs)
+            ):
                 if record.is_terminal:
                     return (call, _REPLAY, self.decode(record, index), None, (), {}, None)
                 if self._bound:
@@ -317,6 +335,8 @@ class ActionExecution:
                 return (call, _RERUN, None, func, args, kwargs, retry)
             self.mismatch(index, record, fid, digest)
         slot: Slot = (call, _EXECUTE, None, func, args, kwargs, retry)
+        if self._replayed is not None and call.call_id in self._replayed:
+            slot = (call, _EXECUTE, None, _returning(self._replayed[call.call_id]), (), {}, None)
         if reserve and reconciler is not None:
             self.reserve((slot,))
         return slot
@@ -442,12 +462,14 @@ class ActionExecution:
         )
         i = cid[3]
         if plan is not _REPLAY:
+            if self._captured is not None:
+                self._captured.setdefault(cid, (digest, outcome))
             reach = self._reach
             if reach is not None:
-                reach(_new(FaultPoint, (_AFTER_EFFECT, *cid, fid)))
+                reach(_new(FaultPoint, (_AFTER_EFFECT, *self._where, i, fid, self._execution)))
             self.write(i, [self.encode(fid, digest, outcome, i)])
             if reach is not None:
-                reach(_new(FaultPoint, (_AFTER_RECORD, *cid, fid)))
+                reach(_new(FaultPoint, (_AFTER_RECORD, *self._where, i, fid, self._execution)))
         if not close:
             return None
         self.index = i + 1
@@ -496,3 +518,12 @@ class DurableAwaitable(Awaitable[Any]):
 
     def __await__(self) -> Generator[Any, None, Any]:
         return self._start().__await__()
+
+
+def _returning(outcome: Outcome) -> Callable[[], Any]:
+    """A function that returns ``outcome``'s value or raises its exception, as the call did (PLG-25)."""
+
+    def replay() -> Any:
+        return outcome.unwrap()
+
+    return replay

@@ -35,6 +35,8 @@ class Phase(enum.StrEnum):
 
 class FaultPoint(NamedTuple):
     """One reached fault point. ``call_index`` is set for call phases, ``action`` for action phases.
+    ``execution`` is the ordinal (from 1) of the action's execution within its input, so every execution
+    of an action that runs several times for one input (a tool loop) has points of its own (FLT-6).
 
     A named tuple rather than a frozen dataclass: one is built at every fault point of every call, and
     tuple construction is several times cheaper (benchmark P4)."""
@@ -45,6 +47,7 @@ class FaultPoint(NamedTuple):
     action: str | None = None
     call_index: int | None = None
     function_id: str | None = None
+    execution: int = 1
 
     def label(self) -> str:
         """A short stable label, e.g. ``call3:after-effect`` or ``greet:before-complete``."""
@@ -56,6 +59,8 @@ class FaultPoint(NamedTuple):
 
     def describe(self) -> str:
         parts = [self.phase.value, *location_parts(self.key, self.seq, self.action, self.call_index)]
+        if self.execution != 1:
+            parts.append(f"execution={self.execution}")
         if self.function_id is not None:
             parts.append(f"function={self.function_id}")
         return " ".join(parts)
@@ -74,7 +79,9 @@ class SimulatedCrash(BaseException):
 class CrashAt:
     """Selects fault points; ``None`` fields match anything. ``nth`` picks the n-th match (1-based) among
     the points reached while this selector is armed, so a point reached again during recovery is counted
-    afresh only if the selector is re-armed."""
+    afresh only if the selector is re-armed. ``execution`` selects the n-th execution of the action within
+    its input (FLT-6); ``None`` matches every execution, so a selector without it fires at the first
+    execution that reaches a matching point."""
 
     phase: Phase | None = None
     key: str | None = None
@@ -82,6 +89,7 @@ class CrashAt:
     action: str | None = None
     call_index: int | None = None
     nth: int = 1
+    execution: int | None = None
 
     def matches(self, point: FaultPoint) -> bool:
         return (
@@ -90,20 +98,25 @@ class CrashAt:
             and (self.seq is None or self.seq == point.seq)
             and (self.action is None or self.action == point.action)
             and (self.call_index is None or self.call_index == point.call_index)
+            and (self.execution is None or self.execution == point.execution)
         )
 
     def describe(self) -> str:
         """The fields that narrow this selector, e.g. ``CrashAt(after-effect, call_index=1)``."""
         parts = [] if self.phase is None else [self.phase.value]
         parts += location_parts(self.key, self.seq, self.action, self.call_index)
+        if self.execution is not None:
+            parts.append(f"execution={self.execution}")
         if self.nth != 1:
             parts.append(f"nth={self.nth}")
         return f"CrashAt({', '.join(parts)})"
 
     @classmethod
     def point(cls, point: FaultPoint) -> CrashAt:
-        """A selector for exactly this point (its first occurrence)."""
-        return cls(point.phase, point.key, point.seq, point.action, point.call_index)
+        """A selector for exactly this point (its first occurrence); a point of an action's first
+        execution gets no ``execution`` field, so its selector reads as it always did (FLT-6)."""
+        execution = None if point.execution == 1 else point.execution
+        return cls(point.phase, point.key, point.seq, point.action, point.call_index, 1, execution)
 
     @classmethod
     def parse(cls, text: str) -> CrashAt:
@@ -112,9 +125,11 @@ class CrashAt:
             call3:after-effect                       # the first call-3 after-effect point of any key
             call3:after-effect?key=order-1&seq=0     # narrowed to one input
             handle:before-complete?nth=2             # the second time action ``handle`` is about to complete
+            call0:after-record?key=k&seq=0&action=chat&execution=2  # in the 2nd execution of ``chat``
             checkpoint                               # a phase alone
 
-        The head is a :meth:`FaultPoint.label`; the query narrows it by ``key``, ``seq``, ``action`` and
+        The head is a :meth:`FaultPoint.label`; the query narrows it by ``key``, ``seq``, ``action``,
+        ``execution`` (the n-th execution of the action within its input, FLT-6; absent, any execution) and
         ``nth``. Anything else raises :class:`ScheduleSyntaxError` naming the text and what is wrong."""
         head, _, query = text.strip().partition("?")
         name, sep, tail = head.rpartition(":")
@@ -133,10 +148,10 @@ class CrashAt:
             ) from None
         fields: dict[str, str] = {}
         for field_name, value in pairs:
-            if field_name not in ("key", "seq", "action", "nth") or field_name in fields:
+            if field_name not in ("key", "seq", "action", "execution", "nth") or field_name in fields:
                 raise ScheduleSyntaxError(f"crash selector {text!r}: unknown or repeated field {field_name!r}")
             fields[field_name] = value
-        for field_name in ("seq", "nth"):
+        for field_name in ("seq", "execution", "nth"):
             number = fields.get(field_name)
             # isascii: str.isdigit admits digits such as '²' that int() refuses; 18 digits keep int() cheap.
             if number is not None and not (number.isascii() and number.isdigit() and len(number) <= 18):
@@ -144,9 +159,18 @@ class CrashAt:
         nth = int(fields.get("nth", "1"))
         if nth < 1:
             raise ScheduleSyntaxError(f"crash selector {text!r}: nth counts from 1")
+        execution = None if "execution" not in fields else int(fields["execution"])
+        if execution is not None and execution < 1:
+            raise ScheduleSyntaxError(f"crash selector {text!r}: execution counts from 1")
         seq = fields.get("seq")
         return cls(
-            phase, fields.get("key"), None if seq is None else int(seq), fields.get("action", action), call_index, nth
+            phase,
+            fields.get("key"),
+            None if seq is None else int(seq),
+            fields.get("action", action),
+            call_index,
+            nth,
+            execution,
         )
 
     def text(self) -> str:
@@ -167,6 +191,8 @@ class CrashAt:
             query.append(("seq", str(self.seq)))
         if self.action is not None and not head.startswith(f"{self.action}:"):
             query.append(("action", self.action))
+        if self.execution is not None:
+            query.append(("execution", str(self.execution)))
         if self.nth != 1:
             query.append(("nth", str(self.nth)))
         return head + ("?" + urlencode(query, quote_via=quote) if query else "")

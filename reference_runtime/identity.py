@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
+import io
 import pickle
 import sys
 from collections.abc import Callable
@@ -30,19 +31,138 @@ def function_id(func: Callable[..., Any]) -> str:
 
 
 def args_digest(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-    """First 16 hex chars of sha256 over ``cloudpickle.dumps((args, kwargs))``; falls back to ``str`` of
-    the pair when the arguments cannot be pickled, as Flink Agents does."""
+    """The args digest the reference runtime records and matches on (IDN-2, IDN-10): the first 16 hex chars
+    of sha256 over the pickle of ``(args, kwargs)`` with no object shared, so that equal arguments give one
+    digest however their objects (strings, lists, models) happen to be shared, as arguments rebuilt from a
+    store are shared differently from the originals. Arguments that share nothing digest exactly as Flink
+    Agents' :func:`flink_args_digest` (``cloudpickle.dumps``); falls back to ``str`` of the pair when the
+    arguments cannot be pickled, as Flink Agents does."""
     try:
         # dumps((args, kwargs)) spelled out: one level of _is_plain calls fewer saves 7 % of a P4 scenario.
-        if _is_plain(args, 1) and (not kwargs or _is_plain(kwargs, 1)):
+        seen: set[int] = set()
+        shape = _plain_shape(args, seen, 1)
+        if shape and kwargs:
+            found = _plain_shape(kwargs, seen, 1)
+            shape = max(shape, found) if found else 0
+        if shape == _UNSHARED:
             data = pickle.dumps((args, kwargs), protocol=5)
+        elif shape == _SHARED:
+            data = pickle.dumps(pickle.loads(_fast_dumps((args, kwargs), pickle.Pickler)), protocol=5)
         else:
-            data = cloudpickle.dumps((args, kwargs))
+            data = _canonical_cloudpickle((args, kwargs))
     except Exception:
         data = str((args, kwargs)).encode()
+    return _digest(data)
+
+
+def flink_args_digest(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    """Flink Agents' own args digest: the first 16 hex chars of sha256 over ``cloudpickle.dumps((args,
+    kwargs))``, ``str`` of the pair when that fails. It depends on how the arguments' objects are shared
+    (the pickle memo), so equal arguments may digest differently; the runtime matches a record on
+    :func:`args_digest` and accepts this one too, for records Flink Agents wrote (IDN-10)."""
+    try:
+        data: bytes = cloudpickle.dumps((args, kwargs))
+    except Exception:
+        data = str((args, kwargs)).encode()
+    return _digest(data)
+
+
+def _digest(data: bytes) -> str:
     if len(data) <= _CACHED_DIGEST_INPUT:
         return _short_digest(data)
     return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _fast_dumps(value: Any, pickler: type[pickle.Pickler]) -> bytes:
+    """``value`` pickled with the memo off: every occurrence of an object written in full (a cycle raises)."""
+    buffer = io.BytesIO()
+    p = pickler(buffer, protocol=5)
+    p.fast = True
+    p.dump(value)
+    return buffer.getvalue()
+
+
+def _canonical_cloudpickle(value: Any) -> bytes:
+    """``cloudpickle.dumps`` of an unshared, canonical copy of ``value``: pickled without the memo and loaded
+    back, every object is its own, so the pickle no longer depends on which objects were shared; a pydantic
+    model is written as its class name and the state its equality compares (fields, extra, private), not the
+    set of fields that happened to be set, which a model rebuilt from JSON has otherwise and whose order
+    follows the hash seed (IDN-10). A value that cannot take that round trip (a cycle, a class that does not
+    load back) is pickled as it is."""
+    try:
+        unshared = pickle.loads(_fast_dumps(value, _CanonicalPickler))
+        data: bytes = cloudpickle.dumps(unshared)
+    except Exception:
+        data = cloudpickle.dumps(value)
+    return data
+
+
+class _CanonicalPickler(cloudpickle.CloudPickler):  # type: ignore[misc]
+    """cloudpickle's pickler, with pydantic models written as :func:`_model_state` tuples."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        cls = type(obj)
+        if hasattr(cls, "__pydantic_fields__") and hasattr(obj, "__pydantic_fields_set__"):
+            name = f"{cls.__module__}.{cls.__qualname__}"
+            state = (obj.__dict__, obj.__pydantic_extra__, obj.__pydantic_private__)
+            return _model_state, (name, *state)
+        return super().reducer_override(obj)
+
+
+def _model_state(name: str, fields: Any, extra: Any, private: Any) -> tuple[Any, ...]:
+    """What a pydantic model digests as (:class:`_CanonicalPickler`)."""
+    return ("pydantic", name, fields, extra, private)
+
+
+# The shapes of plain arguments: not plain (0), plain with no object reached twice (1), plain with an object
+# reached twice, which the pickle memo writes as a back-reference (2).
+_UNSHARED, _SHARED = 1, 2
+
+
+def _plain_shape(value: Any, seen: set[int], depth: int = 0) -> int:
+    """Whether ``value`` is plain data (:func:`_is_plain`) and whether it reaches an object the pickle memo
+    would write twice: a string or bytes of more than one character (shorter ones are the interpreter's
+    singletons, shared in every copy), a list, dict or non-empty tuple. ``seen`` collects their ids."""
+    t = type(value)
+    if t is str or t is bytes:
+        if len(value) > 1 or (t is str and value and ord(value) > 255):
+            i = id(value)
+            if i in seen:
+                return _SHARED
+            seen.add(i)
+        return _UNSHARED
+    if t in _PLAIN:
+        return _UNSHARED
+    if depth > 20:
+        return 0
+    if t is list or t is tuple or t is dict:
+        if t is not tuple or value:
+            i = id(value)
+            if i in seen:
+                return _SHARED
+            seen.add(i)
+        shape = _UNSHARED
+        if t is dict:
+            for k, v in value.items():
+                if type(k) is not str:
+                    return 0
+                shape = max(shape, _plain_shape(k, seen, depth + 1))
+                if type(v) in _ATOMS:
+                    continue
+                found = _plain_shape(v, seen, depth + 1)
+                if not found:
+                    return 0
+                shape = max(shape, found)
+            return shape
+        for v in value:
+            if type(v) in _ATOMS:
+                continue
+            found = _plain_shape(v, seen, depth + 1)
+            if not found:
+                return 0
+            shape = max(shape, found)
+        return shape
+    return 0
 
 
 # Sweeps and recoveries digest the same small argument lists over and over; remembering the digest of
@@ -56,6 +176,8 @@ def _short_digest(data: bytes) -> str:
 
 
 _PLAIN = frozenset({str, int, float, bool, bytes, type(None)})
+# Plain values the pickle memo never shares: nothing to track.
+_ATOMS = frozenset({int, float, bool, type(None)})
 
 
 def _is_plain(value: Any, depth: int = 0) -> bool:
@@ -89,8 +211,14 @@ def dumps(value: Any) -> bytes:
 
 
 class CallId(NamedTuple):
-    """The idempotency identity of one durable call (IDN-5, IDN-6): the same on every recovery, because
-    key, sequence number, action and call index are all replayed deterministically.
+    """The idempotency identity of one durable call (IDN-5, IDN-6, IDN-9): the same on every recovery,
+    because key, sequence number, action, the action's execution ordinal and call index are all replayed
+    deterministically.
+
+    ``execution`` is the ordinal (from 1) of the action's execution within the input (key, seq): an action
+    run twice for one input (a tool loop, or an action triggered by several events) makes calls with
+    distinct ids. The first execution is spelled ``key/seq/action/index`` and a later one
+    ``key/seq/action#n/index`` (IDN-9).
 
     A named tuple (immutable, hashable) because one is built for every durable call (benchmark P4)."""
 
@@ -98,10 +226,14 @@ class CallId(NamedTuple):
     seq: int
     action: str
     call_index: int
+    execution: int = 1
 
     def __str__(self) -> str:
-        # Quoting keeps the four parts separable whatever characters a business key contains.
-        return f"{quote(self.key, safe='')}/{self.seq}/{quote(self.action, safe='')}/{self.call_index}"
+        # Quoting keeps the parts separable whatever characters a business key contains ('#' included).
+        action = quote(self.action, safe="")
+        if self.execution != 1:
+            action = f"{action}#{self.execution}"
+        return f"{quote(self.key, safe='')}/{self.seq}/{action}/{self.call_index}"
 
 
 class CallContext(NamedTuple):

@@ -297,9 +297,16 @@ class Runner:
             ks = self._keys[key] = _KeyState(short_term=FlatMemory(ttl=self._memory_ttl))
         return ks
 
-    def _reach(self, phase: Phase, key: str | None = None, seq: int | None = None, action: str | None = None) -> None:
+    def _reach(
+        self,
+        phase: Phase,
+        key: str | None = None,
+        seq: int | None = None,
+        action: str | None = None,
+        execution: int = 1,
+    ) -> None:
         if self.injector is not None:
-            self.injector.reach(FaultPoint(phase, key, seq, action))
+            self.injector.reach(FaultPoint(phase, key, seq, action, None, None, execution))
 
     # -- public API ------------------------------------------------------------------------------------
     def run(self, inputs: Iterable[tuple[str, Any]] = (), *, max_failovers: int = 100) -> RunResult:
@@ -446,15 +453,19 @@ class Runner:
         first = InputEvent(value, id=uuid.uuid5(_INPUT_NAMESPACE, f"{key}\x00{seq}"))
         queue: list[tuple[Event, str | None]] = [(first, None)]
         seen: dict[tuple[str, str], int] = {}
+        # The n-th execution of each action for this input, counted in run order (FLT-6, IDN-9): the run
+        # order is replayed on recovery, so an execution keeps its ordinal.
+        executions: dict[str, int] = {}
         emitted: list[EmittedOutput] = []
         previous: str | None = None
+        previous_execution = 1
         while queue:
             event, source = queue.pop(0)
             if event.type == OutputEvent.TYPE and source is not None:
                 emitted.append(EmittedOutput(key, seq, source, event))
             for spec in self._by_type.get(event.type, []):
                 if previous is not None:
-                    self._reach(Phase.BETWEEN_ACTIONS, key, seq, previous)
+                    self._reach(Phase.BETWEEN_ACTIONS, key, seq, previous, previous_execution)
                 try:
                     base_key = self.key_scheme.state_key(key, seq, spec.ref, event, 0)
                 except (TypeError, ValueError) as exc:
@@ -467,9 +478,11 @@ class Runner:
                 seen[(spec.name, base_key)] = occurrence + 1
                 state_key = self.key_scheme.state_key(key, seq, spec.ref, event, occurrence) if occurrence else base_key
                 ref = StateRef(key, seq, spec.ref, event, state_key, occurrence)
-                sent = await self._run_action(spec, ref, ks.short_term, sensory, pool)
+                execution = executions.get(spec.name, 0) + 1
+                executions[spec.name] = execution
+                sent = await self._run_action(spec, ref, ks.short_term, sensory, pool, execution)
                 queue.extend((e, spec.name) for e in sent)
-                previous = spec.name
+                previous, previous_execution = spec.name, execution
         # Outputs leave the key only when its run is over, as one unit.
         self._emitted.extend(emitted)
 
@@ -480,6 +493,7 @@ class Runner:
         short_term: FlatMemory,
         sensory: FlatMemory,
         pool: ThreadPoolExecutor | None,
+        ordinal: int = 1,
     ) -> list[Event]:
         signer = self._signer
         store = self._store
@@ -513,6 +527,7 @@ class Runner:
             clock=self.clock,
             failovers=self.failovers,
             reconcilers=self.settings.reconcilers,
+            execution=ordinal,
         )
         stm_view, sens_view = MemoryView(short_term), MemoryView(sensory)
         ctx = RunnerContext(
@@ -548,7 +563,7 @@ class Runner:
             self.journal.extend(execution.journal)
             if watcher is not None:
                 watcher.action_ended(self.agent, ref, execution.journal)
-        self._reach(Phase.BEFORE_COMPLETE, ref.key, ref.seq, spec.name)
+        self._reach(Phase.BEFORE_COMPLETE, ref.key, ref.seq, spec.name, ordinal)
         state.short_term_memory_updates = stm_view.log
         state.sensory_memory_updates = sens_view.log
         state.output_events = list(ctx.sent)
@@ -558,7 +573,7 @@ class Runner:
         store.put(ref, state)
         if watcher is not None:
             watcher.action_completed(self.agent, ref, state)
-        self._reach(Phase.AFTER_COMPLETE, ref.key, ref.seq, spec.name)
+        self._reach(Phase.AFTER_COMPLETE, ref.key, ref.seq, spec.name, ordinal)
         stm_view.commit()
         sens_view.commit()
         return list(ctx.sent)

@@ -21,7 +21,16 @@ from . import journal as journals
 from . import reached
 from .ledger import Ledger
 from .scenario import Scenario
-from .sweep import NewStore, check_runner_options, learn, points_to_crash, run_scenario, sweep
+from .sweep import (
+    NewStore,
+    capturing,
+    check_runner_options,
+    judge_on_recorded_values,
+    learn,
+    points_to_crash,
+    run_scenario,
+    sweep,
+)
 from .verdict import PointOutcome, Verdict, check
 
 if TYPE_CHECKING:
@@ -96,7 +105,7 @@ KEPT_RUNS = 8
 
 @dataclass(frozen=True)
 class KeptStore:
-    """A SQLite copy of one run's store, written for inspection (PLG-26): ``label`` says which run,
+    """A SQLite copy of one run's store, written for inspection (PLG-27): ``label`` says which run,
     ``path`` is the file, ``url`` its store URL and ``command`` the ``durable inspect`` line that shows it."""
 
     label: str
@@ -213,7 +222,7 @@ class DurableHarness:
     def keep_stores(self, directory: Path) -> list[KeptStore]:
         """Write a SQLite copy of each kept run's store into ``directory`` (made if missing), one file per run:
         every action state the run wrote, as last written, the completed states a checkpoint pruned included
-        (PLG-26). ``durable inspect`` reads each file (``KeptStore.command``)."""
+        (PLG-27). ``durable inspect`` reads each file (``KeptStore.command``)."""
         from reference_runtime.stores.sqlite import SqliteStore
 
         kept = []
@@ -256,6 +265,7 @@ class DurableHarness:
         In a test marked ``durable_sweep(Agent, inputs)``, running that agent (the arguments default to the
         marker's) crashes at the test's fault point, recovers, and checks every durable invariant against a
         crash-free run before returning the recovered result."""
+        __tracebackhide__ = True  # a failure points at the test, not at the harness (PLG-24)
         if self._sweep is not None:
             marked, marked_inputs = self._sweep[0][0], self._sweep[0][1]
             agent = agent or marked
@@ -269,6 +279,7 @@ class DurableHarness:
     def _plain_run(
         self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], selectors: list[CrashAt], options: dict[str, Any]
     ) -> DurableRun:
+        __tracebackhide__ = True  # a failure points at the test, not at the harness (PLG-24)
         injector = FaultInjector(list(selectors))
         self._plain_runs += 1
         crashes = f" crashing at {' then '.join(_selector_text(c) for c in selectors)}" if selectors else ""
@@ -293,19 +304,28 @@ class DurableHarness:
         return _with_records(result, store)
 
     def _sweep_run(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], options: dict[str, Any]) -> DurableRun:
+        __tracebackhide__ = True  # a failure points at the test, not at the harness (PLG-24)
         assert self._sweep is not None
         self.sweep_ran = True
         point = self._sweep[2]
         if point is None:
             return self._plain_run(agent, inputs, [], options)
         options = self._options(options)
-        baseline, _ = learn(agent, inputs, self._recording("the crash-free run"), self._ledger, **options)
+        with capturing() as baseline_values:
+            baseline, _ = learn(agent, inputs, self._recording("the crash-free run"), self._ledger, **options)
         scenario = Scenario((point,), options.get("mismatch", "lenient"))
         label = f"the run crashing at {scenario.describe()}, recovered"
-        result, injector = run_scenario(agent, inputs, self._recording(label), scenario, self._ledger, **options)
+        with capturing() as values:
+            result, injector = run_scenario(agent, inputs, self._recording(label), scenario, self._ledger, **options)
         self.outcome = check(scenario, baseline, result, injector, self._ledger)
         self._count(
-            points=1, crashes=len(injector.fired), anomalies=len(self._ledger.anomalies()) if self._ledger else 0
+            points=1,
+            crashes=len(injector.fired),
+            anomalies=len(self._ledger.anomalies()) if self._ledger else 0,
+            unchecked_effects=0 if self._ledger is not None and self._ledger.booked else 1,
+        )
+        judge_on_recorded_values(
+            self.outcome, agent, inputs, self._store_factory, self._ledger, baseline_values, values, options
         )
         if not injector.fired:
             raise AssertionError(
@@ -398,6 +418,7 @@ class DurableHarness:
         self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], scenario: Scenario, **options: Any
     ) -> PointOutcome:
         """Run ``scenario`` and fail with :class:`DurableInvariantError` if any invariant breaks."""
+        __tracebackhide__ = True  # a failure points at the test, not at the harness (PLG-24)
         options = self._options(options)
         ledger = self._ledger
         baseline, _ = learn(agent, inputs, self._recording("the crash-free run"), ledger, **options)
@@ -425,6 +446,7 @@ class DurableHarness:
     ) -> PointOutcome:
         """Crash at ``at`` (one selector or a schedule), recover, finish, and check every durable invariant
         against a crash-free run. The selector must be reached."""
+        __tracebackhide__ = True  # a failure points at the test, not at the harness (PLG-24)
         scenario = Scenario(tuple(_selectors(at)), options.pop("mismatch", "lenient"))
         outcome = self.check_scenario(agent, inputs, scenario, **options)
         if len(outcome.fired) < len(outcome.scenario.schedule):
@@ -443,19 +465,22 @@ class DurableHarness:
 
         Scenarios start from snapshots of the crash-free run where that is equivalent (PLG-16, PLG-17);
         ``re_execute=True`` (default: ``--durable-re-execute``) runs the agent up to every crash instead."""
+        __tracebackhide__ = True  # a failure points at the test, not at the harness (PLG-24)
         options = self._options(options)
         forced = self.re_execute if re_execute is None else re_execute
         outcomes = sweep(agent, inputs, self._store_factory, self._ledger, re_execute=forced, **options)
         snapshots = sum(o.start == "snapshot" for o in outcomes)
+        checked = self._ledger is not None and self._ledger.booked
         self._count(
             points=len(outcomes),
             crashes=len(outcomes),
             snapshot_starts=snapshots,
             re_executed_starts=len(outcomes) - snapshots,
+            unchecked_effects=0 if checked else len(outcomes),
         )
         if self.stats is not None:
             self.stats.reasons.update(o.start_reason for o in outcomes if o.start_reason is not None)
-        verdict = Verdict(outcomes, effects_declared=self._ledger is not None)
+        verdict = Verdict(outcomes, effects_declared=checked)
         if not verdict.ok:
             bad = verdict.failing
             baseline, _ = learn(agent, inputs, self._store_factory, None, **options)
@@ -484,6 +509,7 @@ class DurableHarness:
         reported with the ``@pytest.mark.durable_schedule(...)`` marker that replays it. Scenarios pinned by
         that marker run first. ``max_examples`` (default ``--durable-max-examples``, 100) is the number of
         schedules in all. Returns the number of schedules run whose crashes all fired."""
+        __tracebackhide__ = True  # a failure points at the test, not at the harness (PLG-24)
         from hypothesis import HealthCheck, given, seed, settings
 
         from .strategies import fireable, reachable_scenarios
@@ -502,6 +528,7 @@ class DurableHarness:
         failing: list[tuple[Scenario, str]] = []
 
         def one(scenario: Scenario) -> None:
+            __tracebackhide__ = True  # a failure points at the test, not at the harness (PLG-24)
             if self._ledger is not None:
                 # Each example needs its own crash-free expectation, as the ledger counts per run.
                 learn(agent, inputs, self._store_factory, self._ledger, **options)
@@ -540,6 +567,7 @@ class DurableHarness:
                 )
                 @given(reachable_scenarios(trace_after, max_crashes=max_crashes, mismatch=modes, reconcilers=switches))
                 def generated(scenario: Scenario) -> None:
+                    __tracebackhide__ = True  # a failure points at the test, not at the harness (PLG-24)
                     one(scenario)
 
                 generated()
@@ -579,6 +607,7 @@ class DurableHarness:
     ) -> str:
         """Compare the crash-free run's durable calls with the golden journal of this test and agent
         (write it with ``--durable-update-journals``). Returns ``written``, ``updated`` or ``matched``."""
+        __tracebackhide__ = True  # a failure points at the test, not at the harness (PLG-24)
         if self.journal_dir is None:
             raise RuntimeError("golden journals need the durable fixture (no journal directory configured)")
         label = name or agent.__qualname__
@@ -604,6 +633,7 @@ class DurableHarness:
         With ``fresh_processes`` two more runs happen in new interpreters with different
         ``PYTHONHASHSEED`` values, which is what exposes set ordering and other per-process hashing (within
         one process a set always iterates the same way). The agent must be importable by module and name."""
+        __tracebackhide__ = True  # a failure points at the test, not at the harness (PLG-24)
         name = agent.__qualname__
         first = journals.entries(self.run(agent, inputs, **options))
         others = [(f"run {n}", journals.entries(self.run(agent, inputs, **options))) for n in range(2, runs + 1)]

@@ -26,13 +26,13 @@ class JournalMismatch(AssertionError):
 
 def entries(result: RunResult | Sequence[JournalEntry]) -> list[dict[str, str]]:
     """The journal as golden entries: one per durable call that ran or was reconciled in the last attempt
-    that reached it, ordered by key, sequence number, action and call index (so thread timing does not
-    reorder it)."""
+    that reached it, ordered by key, sequence number, action, the action's execution and call index (so
+    thread timing does not reorder it)."""
     journal = result.journal if isinstance(result, RunResult) else result
-    last: dict[tuple[str, int, str, int], JournalEntry] = {}
+    last: dict[tuple[str, int, str, int, int], JournalEntry] = {}
     for e in journal:
         c = e.call_id
-        last[(c.key, c.seq, c.action, c.call_index)] = e
+        last[(c.key, c.seq, c.action, c.execution, c.call_index)] = e
     return [
         {"call": str(e.call_id), "function_id": e.function_id, "args_digest": e.args_digest, "outcome": e.outcome}
         for _, e in sorted(last.items(), key=lambda kv: kv[0])

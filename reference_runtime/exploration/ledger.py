@@ -85,6 +85,12 @@ class Ledger:
         self._on_new_run: list[Callable[[], object]] = []
         self.label = "run 0"
 
+    @property
+    def booked(self) -> bool:
+        """Whether any effect or reconciliation was booked at all, in any run: a ledger that booked nothing
+        (none declared, or a ``durable.world()`` whose fakes book nothing) checked no effect (PLG-24)."""
+        return bool(self._effects or self._reconciles)
+
     # -- booking -----------------------------------------------------------------------------------------
 
     def book(self, name: str, call_id: str | None = None) -> None:

@@ -7,6 +7,7 @@ by :meth:`CrashAt.text <reference_runtime.CrashAt.text>`::
     call3:after-effect                       # the first call-3 after-effect point of any key
     call3:after-effect?key=order-1&seq=0     # narrowed to one input
     handle:before-complete?nth=2             # the second time action ``handle`` is about to complete
+    call0:after-record?key=k&seq=0&action=chat&execution=2   # in the second execution of ``chat``
 
 ``nth`` counts matches from the moment the selector is armed, so in a schedule the second selector can
 fire during the recovery that the first one caused.
@@ -35,8 +36,10 @@ RECONCILERS_KEY = next(k.name for k in KEYS if k.attr == "reconcilers")
 
 
 def selector_for(point: FaultPoint, nth: int = 1) -> CrashAt:
-    """The narrowest selector for ``point``."""
-    return CrashAt(point.phase, point.key, point.seq, point.action, point.call_index, nth)
+    """The narrowest selector for ``point``: of its action's execution too, when that is not the first
+    (FLT-6)."""
+    execution = None if point.execution == 1 else point.execution
+    return CrashAt(point.phase, point.key, point.seq, point.action, point.call_index, nth, execution)
 
 
 @dataclass(frozen=True)

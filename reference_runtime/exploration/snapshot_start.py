@@ -320,7 +320,7 @@ def prepare(ref: Reference, again: Reference | None) -> None:
     journal = ref.result.journal
     effects = [p for p in trace if p.phase is Phase.AFTER_EFFECT]
     if len(effects) != len(journal) or any(
-        e.source != "executed" or e.call_id != p[1:5] for e, p in zip(journal, effects, strict=False)
+        e.source != "executed" or e.call_id != (*p[1:5], p[6]) for e, p in zip(journal, effects, strict=False)
     ):
         ref.reason = ref.reason or "the crash-free run's journal does not line up with its after-effect points"
     if again is not None and ref.reason is None:

@@ -14,6 +14,7 @@ PROPERTIES = {
     "journals": "durable_journals_checked",
     "snapshot_starts": "durable_snapshot_starts",
     "re_executed_starts": "durable_re_executed_starts",
+    "unchecked_effects": "durable_points_without_effects",
 }
 #: The property naming why sweep scenarios re-executed: ``"<count>:<reason>"`` (PLG-17).
 START_REASON = "durable_start_reason"

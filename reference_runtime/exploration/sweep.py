@@ -11,14 +11,15 @@ same sweep. Shared by the fixtures, the sweep marker, schedule exploration, ``du
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from reference_runtime import Agent, FaultInjector, FaultPoint, Phase, Runner, RunResult
+from reference_runtime import Agent, CallId, FaultInjector, FaultPoint, Phase, Runner, RunResult, durable
 from reference_runtime.clock import let_time_pass
 from reference_runtime.stores.base import ActionStateStore
 
@@ -38,7 +39,9 @@ __all__ = [
     "LearningFailed",
     "MarkerError",
     "NewStore",
+    "capturing",
     "check_runner_options",
+    "judge_on_recorded_values",
     "learn",
     "points_to_crash",
     "run_scenario",
@@ -140,7 +143,8 @@ def sweep(
     crash-free run, a sampled point run both ways) run either way, so that both paths run the agent the
     same number of times before the scenarios and their verdicts stay comparable even for an agent whose
     results depend on earlier runs in the process."""
-    ref = snap.record(agent, inputs, store, ledger, options, run=run)
+    with capturing() as ref_values:
+        ref = snap.record(agent, inputs, store, ledger, options, run=run)
     ref.reason = snap.why_not(ref, store, ledger, run)
     again = None
     if ref.reason is None:
@@ -154,7 +158,7 @@ def sweep(
     if usable:
         sample = usable[len(usable) // 2]
         scenario = Scenario((selector_for(sample),), mismatch)
-        verdict = _sample(ref, sample, scenario, agent, inputs, store, ledger, options)
+        verdict = _sample(ref, sample, scenario, agent, inputs, store, ledger, options, ref_values)
         if isinstance(verdict, str):
             ref.reason = verdict
         else:
@@ -163,7 +167,7 @@ def sweep(
     outcomes = []
     # Points with the same snapshot come one after another (a store only grows along the run): keep the
     # last recovery only, so a sweep holds one recovered result at a time, not one per store state.
-    shared: tuple[Any, snap.Recovery | None] = (None, None)
+    shared: tuple[Any, snap.Recovery | None, dict[CallId, tuple[str, durable.Outcome]]] = (None, None, {})
     for point in points:
         if point in done:
             outcomes.append(done[point])
@@ -173,13 +177,23 @@ def sweep(
         if reason is None:
             key = snap.recovery_key(ref, point)
             reuse = shared[1] if shared[0] == key else None
-            result, injector, recovery = snap.start(
-                ref, point, scenario, ledger, scenario_options(scenario, options), reuse
-            )
-            shared = (key, recovery)
+            # From a snapshot, what was recorded before the crash is what the crash-free run recorded; a
+            # shared recovery ran its calls once, for the first of its points.
+            with capturing() as values:
+                values.update(_ran_before(ref, point, ref_values))
+                result, injector, recovery = snap.start(
+                    ref, point, scenario, ledger, scenario_options(scenario, options), reuse
+                )
+            values = shared[2] if reuse is not None else values
+            shared = (key, recovery, values)
+            outcome = check(scenario, baseline, result, injector, ledger)
+            judge_on_recorded_values(outcome, agent, inputs, store, ledger, ref_values, values, options)
         else:
-            result, injector = run_scenario(agent, inputs, store, scenario, ledger, run=run, **options)
-        outcome = check(scenario, baseline, result, injector, ledger)
+            with capturing() as values:
+                result, injector = run_scenario(agent, inputs, store, scenario, ledger, run=run, **options)
+            outcome = check(scenario, baseline, result, injector, ledger)
+            if run is None:
+                judge_on_recorded_values(outcome, agent, inputs, store, ledger, ref_values, values, options)
         if not outcome.fired:
             outcome.violations.append(
                 f"PLG-19: the crash at {point.describe()} never fired: the run did not reach the point the crash-free "
@@ -201,18 +215,22 @@ def _sample(
     store: NewStore,
     ledger: Ledger | None,
     options: dict[str, Any],
+    ref_values: dict[CallId, tuple[str, durable.Outcome]],
 ) -> PointOutcome | str:
     """Run ``point``'s scenario from its snapshot and by re-execution; the re-executed outcome if both
     agree on everything the checks read, else why the snapshot path is not used (PLG-17)."""
     seen = []
     try:
         for path in ("snapshot", "re-executed"):
-            if path == "snapshot":
-                merged = scenario_options(scenario, options)
-                result, injector, _ = snap.start(ref, point, scenario, ledger, merged, trace_recovery=True)
-            else:
-                result, injector = run_scenario(agent, inputs, store, scenario, ledger, **options)
+            with capturing() as values:
+                if path == "snapshot":
+                    values.update(_ran_before(ref, point, ref_values))
+                    merged = scenario_options(scenario, options)
+                    result, injector, _ = snap.start(ref, point, scenario, ledger, merged, trace_recovery=True)
+                else:
+                    result, injector = run_scenario(agent, inputs, store, scenario, ledger, **options)
             outcome = check(scenario, ref.result, result, injector, ledger)
+            judge_on_recorded_values(outcome, agent, inputs, store, ledger, ref_values, values, options)
             seen.append((outcome, _observed(outcome, result, injector, ledger)))
     except Exception as exc:
         return f"the scenario sampled at {point.describe()} raised {type(exc).__name__}"
@@ -222,6 +240,70 @@ def _sample(
             "(the agent's run before the crash changes state the snapshot does not hold)"
         )
     return seen[1][0]
+
+
+@contextlib.contextmanager
+def capturing() -> Iterator[dict[CallId, tuple[str, durable.Outcome]]]:
+    """Collect the args digest and outcome of every durable call that runs in the block, by call id, the
+    first run of each (PLG-25)."""
+    found: dict[CallId, tuple[str, durable.Outcome]] = {}
+    durable.captured = found
+    try:
+        yield found
+    finally:
+        durable.captured = None
+
+
+def _ran_before(
+    ref: snap.Reference, point: FaultPoint, ref_values: dict[CallId, tuple[str, durable.Outcome]]
+) -> dict[CallId, tuple[str, durable.Outcome]]:
+    """The values of the calls the crash-free run ran before ``point``: a scenario started from its snapshot
+    ran them there, first (PLG-25)."""
+    end = ref.trace.index(point)
+    ran = {
+        CallId(str(p.key), p.seq or 0, str(p.action), p.call_index or 0, p.execution)
+        for p in ref.trace[:end]
+        if p.phase is Phase.AFTER_EFFECT
+    }
+    return {cid: ref_values[cid] for cid in ran if cid in ref_values}
+
+
+def judge_on_recorded_values(
+    outcome: PointOutcome,
+    agent: type[Agent],
+    inputs: Sequence[tuple[str, Any]],
+    store: NewStore,
+    ledger: Ledger | None,
+    baseline_values: dict[CallId, tuple[str, durable.Outcome]],
+    crash_values: dict[CallId, tuple[str, durable.Outcome]],
+    options: dict[str, Any],
+) -> None:
+    """Recorded values are the reference (PLG-25): a crash run starts, and its recovery runs, later than the
+    crash-free run (PLG-13), so a value one of its calls returned (the time read by
+    ``ctx.durable_execute(time.time)``) may differ from the crash-free run's. When its outputs or memory differ
+    (REC-6), hold them against the crash-free run whose calls return, instead of running, the value each call
+    returned the first time it ran in the crash run (``crash_values``; from a snapshot, a call that ran before
+    the point ran in the crash-free run) and the crash-free run's value for a call that did not run in it
+    (``baseline_values``): each an args digest and outcome by call id. Equal, the difference came from what
+    the calls returned, not from recovery, and the REC-6 lines are dropped. A call that ran again after the
+    crash and returned another value (a second charge, the time read again after the restart) still shows
+    as REC-6; the other checks stand."""
+    if not crash_values or not any(v.startswith("REC-6") for v in outcome.violations):
+        return
+    values = {cid: found for cid, (_, found) in {**baseline_values, **crash_values}.items()}
+    if all(baseline_values.get(cid, (None, None))[1] == values[cid] for cid in crash_values):
+        return  # the crash run's calls returned what the crash-free run's did: the difference is recovery's
+    if ledger is not None:
+        ledger.new_run("the crash-free run replaying the crash run's recorded values")
+    durable.replayed = values
+    try:
+        reference = Runner(agent, store(), injector=FaultInjector(), **options).run(inputs)
+    except Exception:  # the replayed values take the agent elsewhere: keep the verdict as it is
+        return
+    finally:
+        durable.replayed = None
+    if reference.outputs == outcome.result.outputs and reference.memory == outcome.result.memory:
+        outcome.violations = [v for v in outcome.violations if not v.startswith("REC-6")]
 
 
 def _observed(outcome: PointOutcome, result: RunResult, injector: FaultInjector, ledger: Ledger | None) -> Any:

@@ -66,7 +66,8 @@ def recorded_attempts(trace: Sequence[FaultPoint], fired: Sequence[FaultPoint]) 
     persisted (an after-record point in ``trace``), the attempt its record first landed in, i.e. how many
     crashes of ``fired`` came before it. Attempt n is the trace up to and including the n-th fired point, so
     a crash at a call's after-record point counts its record as persisted. Keys are a call's (key, seq,
-    action, call index): a fault point's fields 1..4, equal to the journal's :class:`CallId`."""
+    action, call index, execution): a fault point's fields 1..4 and 6, equal to the journal's
+    :class:`CallId`."""
     # Comprehensions, not one loop with branches: a sweep checks one scenario per point, each with a trace
     # as long as the run (COST-4).
     after_record = Phase.AFTER_RECORD  # once, not per point: enum attribute access is slow on 3.11
@@ -74,7 +75,7 @@ def recorded_attempts(trace: Sequence[FaultPoint], fired: Sequence[FaultPoint]) 
     start = 0
     ends = [i + 1 for i in _positions(trace, fired)] + [len(trace)]
     for attempt, end in enumerate(ends):
-        landed = dict.fromkeys([p[1:5] for p in trace[start:end] if p.phase is after_record], attempt)
+        landed = dict.fromkeys([(*p[1:5], p[6]) for p in trace[start:end] if p.phase is after_record], attempt)
         landed.update(recorded)  # a call keeps the first attempt its record landed in
         recorded, start = landed, end
     return recorded

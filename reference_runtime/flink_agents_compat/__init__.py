@@ -32,7 +32,7 @@ FLINK_PAYLOAD_CLASSES = frozenset(
     {
         "flink_agents.api.chat_message.ChatMessage",
         "flink_agents.api.chat_message.MessageRole",
-        # The type of a tool call a chat model returns (an enum: unpickled as a lookup of its value).
+        # The type of a tool call a chat message carries (``{"type": ToolType.FUNCTION, ...}``).
         "flink_agents.api.tools.tool.ToolType",
         "flink_agents.api.vector_stores.vector_store.Document",
         "flink_agents.api.vector_stores.vector_store.VectorStoreQueryResult",

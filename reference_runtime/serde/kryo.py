@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import KryoDecodeError
+from ..limits import decode_limits
 
 #: Kryo's default registrations (id written as varint(id + 2)).
 _REGISTERED = {
@@ -453,7 +454,9 @@ class _Reader:
         if n == 0:
             raise self.fail("null list inside a value")
         length = n - 1
-        if length > len(self.data) - self.pos:
+        # Every element takes a byte at least, but in a list whose elements are all null, where the one class
+        # byte (null) stands for them all: that length is bounded by max_container_len instead.
+        if not same and length > len(self.data) - self.pos:
             raise self.fail(f"list claims {length} elements, more than the bytes left")
         if not length:
             return []
@@ -461,7 +464,12 @@ class _Reader:
             return [self.class_and_object(depth + 1) for _ in range(length)]
         java = self.read_class()
         if java is None:
+            limit = decode_limits().max_container_len
+            if length > limit:
+                raise self.fail(f"list claims {length} null elements, more than max_container_len={limit}")
             return [None] * length
+        if length > len(self.data) - self.pos:
+            raise self.fail(f"list claims {length} elements, more than the bytes left")
         has_null = self.byte() == 1
         items: list[JavaValue | None] = []
         for _ in range(length):

@@ -2,16 +2,13 @@
 fakes only through the ``resources`` hook, and is swept at every fault point (spec FA-12, FA-1, FA-9).
 
 The sweep's verdicts are held against a count of the services' calls kept outside the runtime (the fakes'
-logs and each tool's own ``call``): at every point outputs and memory recover to the crash-free run's
-(REC-6); a call really made again is one the engine reports as run again; and the only violations the engine
-reports are REC-3 lines on the call id that one action shares across its repeated executions for one input
-(a tool loop, an action triggered by several events) while the independent count shows that no call of that
-service ran again. Those are the false verdicts of issue 25, pinned here until the engine stops reporting
-them, as are two other gaps of the engine these agents show (each asserted below, so a fix shows up here):
+logs and each tool's own ``call``): every point is crashed, those of an action's repeated executions for one
+input (a tool loop, an action triggered by several events) included (FLT-6); at every point outputs and
+memory recover to the crash-free run's (REC-6); a call really made again is one the engine reports as run
+again; and the engine reports no violation, since the independent count shows that no recorded call ran
+again (issue 25: each execution has call ids of its own, IDN-9, and equal arguments rebuilt by recovery hit
+their record, IDN-10). One gap of the engine these agents show is asserted below, so a fix shows up here:
 
-* a fault point of an action's repeated execution (the same phase, key, sequence number, action and call
-  index as an earlier point, another function) cannot be crashed on its own: its scenario crashes at the
-  first occurrence, so the sweep never crashes inside a tool loop's second round;
 * a durable call in flight on the async pool when the crashed attempt ends (started before the crash, or
   even after it by another key's task, which goes on until the loop cancels it) runs to its end, unrecorded
   and unjournaled, and runs again after recovery: the fakes count it, no verdict reports it (no DE-6
@@ -20,13 +17,12 @@ them, as are two other gaps of the engine these agents show (each asserted below
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from typing import Any
 
 import pytest
 
-from reference_runtime import FaultInjector, FaultPoint, Phase, Runner
+from reference_runtime import FaultInjector, Phase, Runner
 from reference_runtime.exploration.scenario import Scenario, selector_for
 from reference_runtime.exploration.sweep import learn, points_to_crash, run_scenario, sweep
 from reference_runtime.exploration.verdict import check
@@ -35,16 +31,6 @@ from reference_runtime.stores.memory import InMemoryStore
 from .shipped_examples import EXAMPLES, NOTIFIED, SERVICE_OF_ACTION, Example, counting
 
 pytest_plugins = ["pytester"]
-
-_REC3 = re.compile(r"^REC-3: call (\S+) had a persisted record but executed again")
-
-
-def selectable(points: list[FaultPoint]) -> list[FaultPoint]:
-    """The points a selector can crash at: the first of each (phase, key, seq, action, call index)."""
-    first: dict[tuple[Any, ...], FaultPoint] = {}
-    for point in points:
-        first.setdefault(tuple(point[:5]), point)
-    return list(first.values())
 
 
 def recorded(injector: FaultInjector, failover_at: int) -> Counter[str]:
@@ -68,26 +54,24 @@ def test_the_example_agent_runs_unchanged_with_fakes(example: Example, capsys: p
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.name)
 def test_the_example_agent_is_swept_at_every_point(example: Example, monkeypatch: pytest.MonkeyPatch) -> None:
-    """FA-12, REC-3, REC-6: a sweep crashes the agent once at every fault point of its crash-free run and
+    """FA-12, PLG-23, REC-3, REC-6: a sweep crashes the agent once at every fault point of its crash-free run and
     recovers; then each point is run again on its own with fresh fakes, whose counts say what really ran."""
     agent = example.build()
     with counting(example.fakes()):
         baseline, trace = learn(agent, example.inputs, InMemoryStore, resources=example.fakes())
     assert baseline.outputs == example.outputs
     points = points_to_crash(trace)
-    shared = {str(c) for c, n in Counter(e.call_id for e in baseline.journal).items() if n > 1}
+    # Every call id names one call of one execution: none is made twice crash-free (IDN-9).
+    assert all(n == 1 for n in Counter(e.call_id for e in baseline.journal).values())
     expected = Counter(example.calls)
-
-    def judge(violations: list[str], where: str) -> None:
-        for violation in violations:
-            found = _REC3.match(violation)
-            assert found is not None and found.group(1) in shared, f"{where}: {violation}"
 
     swept = sweep(agent, example.inputs, InMemoryStore, resources=example.fakes())
     assert len(swept) == len(points) and all(o.fired for o in swept)
-    assert {o.fired[0] for o in swept} == set(selectable(points))  # issue 25: repeated executions unselectable
+    # Every execution's points, each crashed where it is (FLT-6); the async agents' keys interleave as the
+    # pool's timing has them, so the sweep's own crash-free run may order them differently.
+    assert {o.fired[0] for o in swept} == set(points)
     for outcome in swept:
-        judge(outcome.violations, outcome.where)
+        assert not outcome.violations, f"{outcome.where}: {outcome.violations}"
 
     # At the failover the crashed attempt's work is over (the runner waits for its async pool first): the
     # services' counts then are what it ran, the rest is what recovery ran.
@@ -100,7 +84,7 @@ def test_the_example_agent_is_swept_at_every_point(example: Example, monkeypatch
         fail_over(runner)
 
     monkeypatch.setattr(Runner, "fail_over", noting_failover)
-    for point in selectable(points):
+    for point in points:
         scenario = Scenario((selector_for(point),))
         resources = example.fakes()
         at_failover.clear()
@@ -112,7 +96,7 @@ def test_the_example_agent_is_swept_at_every_point(example: Example, monkeypatch
         where = point.describe()
         assert injector.fired == [point] and len(at_failover) == 1, where
         assert (result.outputs, dict(result.memory)) == (baseline.outputs, dict(baseline.memory)), where
-        judge(outcome.violations, where)
+        assert not outcome.violations, f"{where}: {outcome.violations}"
         # Recovery runs exactly the calls the crashed attempt left without a record: a recorded call run
         # again, as each REC-3 line claims, would be one more.
         trace_at, before = at_failover[0]
@@ -121,8 +105,9 @@ def test_the_example_agent_is_swept_at_every_point(example: Example, monkeypatch
         # in flight on the async pool: started, never recorded nor journaled.
         if made - expected and not (outcome.repeated or outcome.re_executed):
             attempt = injector.trace[:trace_at]
-            started = Counter(p[1:5] for p in attempt if p.phase is Phase.BEFORE_CALL and p is not point)
-            assert started - Counter(p[1:5] for p in attempt if p.phase is Phase.AFTER_RECORD), f"{where}: unseen"
+            started = Counter((*p[1:5], p[6]) for p in attempt if p.phase is Phase.BEFORE_CALL and p is not point)
+            recorded_calls = Counter((*p[1:5], p[6]) for p in attempt if p.phase is Phase.AFTER_RECORD)
+            assert started - recorded_calls, f"{where}: unseen"
 
 
 def test_a_clean_example_passes_the_plugins_sweep_marker(pytester: pytest.Pytester) -> None:
@@ -152,3 +137,16 @@ def test_the_shipping_tool_of_the_quickstart_runs_once_per_request(capsys: pytes
     for example in (e for e in EXAMPLES if e.name in ("review", "react")):
         Runner(example.build(), resources=example.fakes()).run(example.inputs)
         assert capsys.readouterr().out.count(NOTIFIED) == 1, example.name
+
+
+def test_sweeps_of_the_two_key_review_agent_are_the_same_run_after_run() -> None:
+    """PLG-22, PLG-23: the quickstart review agent, two keys in flight and a tool loop on one, gives the same
+    outcomes, violations (none) and counts on every sweep."""
+    example = next(e for e in EXAMPLES if e.name == "review")
+    agent = example.build()
+    reports = set()
+    for _ in range(3):
+        swept = sweep(agent, example.inputs, InMemoryStore, resources=example.fakes())
+        reports.add("\n".join(f"{o.where} {o.violations} {o.re_executed} {o.repeated} {o.start}" for o in swept))
+        assert not any(o.violations for o in swept)
+    assert len(reports) == 1

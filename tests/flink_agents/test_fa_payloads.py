@@ -40,15 +40,12 @@ def test_a_vector_store_result_replays_through_the_allow_list() -> None:
 
 
 def test_without_the_allow_list_the_result_is_refused_not_loaded() -> None:
-    """FA-10, PAY-3, PAY-9: with a plain restricted codec the query result is refused when it is recorded,
-    one ResultEncodeError naming the class, before the crash: nothing is acknowledged that recovery would
-    refuse, and nothing the record names is loaded."""
+    """FA-10, PAY-3, PAY-9: with a plain restricted codec the same result is refused when it is written, the
+    UntrustedPayloadError its loader would raise naming the class; nothing the record names is loaded."""
     injector = FaultInjector([CrashAt(Phase.AFTER_RECORD, key="001", action="context_retrieval_action", call_index=0)])
-    runner = Runner(MyRAGAgent, resources=RAG.fakes(), injector=injector, codec=CloudpickleCodec())
-    with pytest.raises(ResultEncodeError, match=r"vector_store\.VectorStoreQueryResult") as refused:
-        runner.run(RAG.inputs[:1])
-    assert isinstance(refused.value.__cause__, UntrustedPayloadError)
-    assert not injector.fired
+    with pytest.raises(ResultEncodeError, match=r"vector_store\.VectorStoreQueryResult") as info:
+        Runner(MyRAGAgent, resources=RAG.fakes(), injector=injector, codec=CloudpickleCodec()).run(RAG.inputs[:1])
+    assert isinstance(info.value.__cause__, UntrustedPayloadError)
 
 
 class Quote(BaseModel):
@@ -73,8 +70,9 @@ def test_a_user_extends_the_allow_list_with_their_own_result_class() -> None:
     def crash() -> FaultInjector:
         return FaultInjector([CrashAt(Phase.AFTER_RECORD, key="k", call_index=0)])
 
-    with pytest.raises(ResultEncodeError, match=r"Quote"):  # refused when recorded (PAY-9)
+    with pytest.raises(ResultEncodeError, match=r"Quote") as info:  # refused when written (PAY-9)
         Runner(Quoting, injector=crash()).run([("k", "tea")])
+    assert isinstance(info.value.__cause__, UntrustedPayloadError)
     for extra in (Quote, f"{__name__}.Quote"):
         result = Runner(Quoting, injector=crash(), codec=flink_payload_codec(extra)).run([("k", "tea")])
         assert result.failovers == 1 and result.outputs == {"k": [{"price": 3}]}
@@ -117,3 +115,15 @@ def test_a_record_never_makes_flink_agents_import_a_module() -> None:
     with pytest.raises(InvalidValueError, match=r"names the output schema module 'antigravity', which is not loaded"):
         check_schema_modules(tampered, "a sensory memory value")
     assert "antigravity" not in sys.modules
+
+
+def test_a_chat_message_with_a_typed_tool_call_replays_through_the_allow_list() -> None:
+    """FA-10: a chat message whose tool call carries its ToolType (as Flink Agents' own chat model tests
+    build them) is written and read back by the default codec of such an agent."""
+    from flink_agents.api.chat_message import ChatMessage, MessageRole
+    from flink_agents.api.tools.tool import ToolType
+
+    call = {"id": "1", "type": ToolType.FUNCTION, "function": {"name": "add", "arguments": {"a": 1}}}
+    message = ChatMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[call])
+    codec = flink_payload_codec()
+    assert codec.decode_result(codec.encode_result(message)) == message

@@ -195,11 +195,9 @@ def test_user_events_survive_recovery_as_their_class(kind: str, tmp_path: Any) -
     a Quoted, a Scored and a ChatResponseEvent whose response is a ChatMessage, built from the stored data;
     the outputs equal the crash-free run's."""
 
-    files = iter(range(2))
+    files = iter(range(2))  # one file per run: the crash run must not open the crash-free run's records
 
     def store() -> Any:
-        # A file per run: a SQLite store outlives its run (RUN-18), so a second run on the first's file
-        # would find the input already completed.
         return InMemoryStore() if kind == "memory" else SqliteStore(tmp_path / f"s{next(files)}.db")
 
     RECEIVED.clear()

@@ -80,7 +80,8 @@ def test_executions_are_judged_once_more_per_crash_before_the_record_and_never_a
     before, after = _point(Phase.AFTER_RECORD, 0), _point(Phase.AFTER_EFFECT, 1)
     crash = _point(Phase.AFTER_EFFECT, 1)
     trace = [_point(Phase.BEFORE_CALL, 0), before, _point(Phase.BEFORE_CALL, 1), crash, after]
-    assert recorded_attempts(trace, [crash]) == {("k", 0, "work", 0): 0}
+    # Keys are call ids, the action's execution included (IDN-9).
+    assert recorded_attempts(trace, [crash]) == {CallId("k", 0, "work", 0): 0}
     call0, call1 = str(CallId("k", 0, "work", 0)), str(CallId("k", 0, "work", 1))
     ledger = Ledger(executions=True)
     ledger.new_run("crash-free", baseline=True)

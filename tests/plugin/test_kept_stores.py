@@ -1,4 +1,4 @@
-"""Failures you can inspect (PLG-26, PLG-27): a failing durable test keeps a SQLite copy of its runs' stores
+"""Failures you can inspect (PLG-27, PLG-28): a failing durable test keeps a SQLite copy of its runs' stores
 and names the ``durable inspect`` command of each; ``--durable-keep-stores`` keeps those of passing tests."""
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def _inspect(url: str, capsys: pytest.CaptureFixture[str]) -> str:
 def test_a_failing_durable_test_keeps_its_store_and_names_the_inspect_command(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """PLG-26: the failure's report has a section naming each run and the command that shows its store,
+    """PLG-27: the failure's report has a section naming each run and the command that shows its store,
     a SQLite copy (the default store is memory:) holding the completed state a checkpoint pruned; a passing
     test, or one without durable fixtures, leaves no store behind."""
     _project(pytester)
@@ -94,7 +94,7 @@ def test_a_failing_durable_test_keeps_its_store_and_names_the_inspect_command(
             "  run 1:",
             f"    durable inspect sqlite:{basetemp}/durable-stores-test_wrong_expectation0/1-run-1.db",
             "durable: the stores of 1 test that failed were kept for inspection: the section 'durable: stores "
-            "kept for inspection' of each failure names them (PLG-26)",
+            "kept for inspection' of each failure names them (PLG-27)",
         ]
     )
     [url] = _commands(result.outlines)
@@ -111,7 +111,7 @@ def test_a_failing_durable_test_keeps_its_store_and_names_the_inspect_command(
 def test_a_failing_sweep_point_keeps_both_runs_under_xdist(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """PLG-26: a failing durable_sweep point keeps the crash-free run and the run crashing there; under
+    """PLG-27: a failing durable_sweep point keeps the crash-free run and the run crashing there; under
     pytest-xdist every test's copies have paths of their own."""
     _project(pytester)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "-k", "swept")
@@ -134,14 +134,14 @@ def test_a_failing_sweep_point_keeps_both_runs_under_xdist(
 
 @pytest.mark.parametrize("how", ["--durable-keep-stores", "-odurable_keep_stores=yes"])
 def test_keep_stores_keeps_those_of_passing_tests_and_says_where(pytester: pytest.Pytester, how: str) -> None:
-    """PLG-27: with the option (or its ini twin) a passing test keeps its stores too, and the terminal
+    """PLG-28: with the option (or its ini twin) a passing test keeps its stores too, and the terminal
     summary lists each test's commands."""
     _project(pytester)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", how, "-k", "passes")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
-            "durable: stores kept for inspection (PLG-27), of 1 test:",
+            "durable: stores kept for inspection (PLG-28), of 1 test:",
             "test_user.py::test_passes",
             "  run 1:",
             "    durable inspect sqlite:*/durable-stores-test_passes0/1-run-1.db",
@@ -161,7 +161,7 @@ def test_keep_stores_takes_a_yes_no_value(pytester: pytest.Pytester) -> None:
 
 
 def test_a_failing_sweep_keeps_its_first_failing_scenario(tmp_path: Path) -> None:
-    """PLG-26: durable.sweep() and explore() keep the crash-free run and their failing scenario, run once
+    """PLG-27: durable.sweep() and explore() keep the crash-free run and their failing scenario, run once
     more on stores that record what they wrote; the copies hold the completed states."""
     harness = DurableHarness(InMemoryStore, "memory:")
     with pytest.raises(DurableInvariantError):
@@ -176,7 +176,7 @@ def test_a_failing_sweep_keeps_its_first_failing_scenario(tmp_path: Path) -> Non
 
 
 def test_a_failing_exploration_keeps_its_minimal_schedule(tmp_path: Path) -> None:
-    """PLG-26: explore() keeps the crash-free run and the minimal failing schedule, run once more."""
+    """PLG-27: explore() keeps the crash-free run and the minimal failing schedule, run once more."""
     harness = DurableHarness(InMemoryStore, "memory:")
     with pytest.raises(DurableInvariantError, match=r"^minimal failing crash schedule: ") as info:
         harness.explore(test_misuse.CountsAttempts, [("k", 1)], max_examples=3)

@@ -231,7 +231,7 @@ class StampsTimeOutsideDurableCalls(Agent):
 
 
 def test_a_module_level_counting_fake_is_named_as_the_cause(monkeypatch: pytest.MonkeyPatch) -> None:
-    """PLG-25: results computed inside durable_execute that differ between two crash-free runs on the same
+    """PLG-26: results computed inside durable_execute that differ between two crash-free runs on the same
     arguments are blamed on state kept across runs, naming the function and call, with durable.world()."""
     monkeypatch.setattr(f"{__name__}.QUOTES", CountingQuotes())
     harness = DurableHarness(InMemoryStore, "memory:")
@@ -250,14 +250,14 @@ def test_a_module_level_counting_fake_is_named_as_the_cause(monkeypatch: pytest.
 
 
 def test_the_same_fake_made_by_durable_world_passes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """PLG-25: the fix the hint names works: a fresh fake per run, and the crash changes nothing."""
+    """PLG-26: the fix the hint names works: a fresh fake per run, and the crash changes nothing."""
     harness = DurableHarness(InMemoryStore, "memory:")
     monkeypatch.setattr(f"{__name__}.QUOTES", harness.world(CountingQuotes))
     assert harness.crash(QuotesThroughASharedFake, [("k", "tea")], "handle:before-complete").ok
 
 
 def test_time_read_outside_durable_calls_is_named_as_the_cause() -> None:
-    """PLG-25: when the durable calls and their results are the same in two crash-free runs, the note
+    """PLG-26: when the durable calls and their results are the same in two crash-free runs, the note
     blames a value computed outside any durable call."""
     harness = DurableHarness(InMemoryStore, "memory:")
     with pytest.raises(DurableInvariantError) as info:

@@ -76,3 +76,19 @@ def test_decoder_fuzz_fast(name: str) -> None:
 def test_decoder_fuzz_10k(name: str) -> None:
     """SER-8: 10 000 examples per decoder."""
     fuzz(name, 10_000)
+
+
+def test_a_list_of_nulls_round_trips_and_its_length_is_bounded() -> None:
+    """SER-8, LIM-8: a Kryo list whose elements are all null writes one (null) class byte for them all, so it
+    reads back whatever its length (the store's model check found ``[None, None]`` refused), and a length
+    over ``max_container_len`` is one typed error."""
+    from reference_runtime.errors import KryoDecodeError
+    from reference_runtime.limits import decode_limits
+
+    for value in ([None, None], [None] * 1000, [1, None], ["a", None, "b"]):
+        assert kryo.to_python(kryo.decode(kryo.encode(kryo.from_python(value)))) == value
+    one = kryo.encode(kryo.from_python([None]))
+    head = one[: one.rindex(kryo._varint_flag(True, 2))]  # the list's class, before its length
+    too_many = decode_limits().max_container_len + 1
+    with pytest.raises(KryoDecodeError, match="max_container_len"):
+        kryo.decode(head + kryo._varint_flag(True, too_many + 1) + b"\x00")
