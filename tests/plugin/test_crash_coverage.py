@@ -22,7 +22,7 @@ from reference_runtime import CrashAt, FaultInjector, Runner
 
 pytest_plugins = ["pytester"]
 ROOT = Path(__file__).resolve().parents[2]
-AGENT = ROOT / "examples" / "buggy_refund" / "refund_notify.py"
+AGENT = ROOT / "pytest_durable" / "examples" / "buggy_refund" / "refund_notify.py"
 SOURCE = AGENT.read_text(encoding="utf-8").splitlines()
 DOC = ROOT / "docs" / "plugin" / "coverage.md"
 
@@ -224,7 +224,7 @@ def test_a_coverage_run_keeps_its_lines_and_gains_the_contexts(pytester: pytest.
     the same run without the option, its contexts gain the durable ones, and the crash-coverage report is the one
     of a run on our own measurement."""
     _, own = run_suite(pytester, REFUND_ONLY)
-    rc = f"[run]\nsource = {ROOT / 'examples' / 'buggy_refund'}\nbranch = true\n"
+    rc = f"[run]\nsource = {ROOT / 'pytest_durable' / 'examples' / 'buggy_refund'}\nbranch = true\n"
     (pytester.path / ".coveragerc").write_text(rc, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_")}
     base = [sys.executable, "-m", "coverage", "run", "-m", "pytest", "-p", "no:cacheprovider"]
@@ -250,7 +250,11 @@ def test_pytest_cov_keeps_its_test_contexts(pytester: pytest.Pytester) -> None:
     _, own = run_suite(pytester, REFUND_ONLY)
     for extra in ((), ("-n", "2")):
         result, shared = run_suite(
-            pytester, REFUND_ONLY, f"--cov={ROOT / 'examples' / 'buggy_refund'}", "--cov-context=test", *extra
+            pytester,
+            REFUND_ONLY,
+            f"--cov={ROOT / 'pytest_durable' / 'examples' / 'buggy_refund'}",
+            "--cov-context=test",
+            *extra,
         )
         result.assert_outcomes(passed=3)
         assert shared["measurement"] == "shared"
