@@ -116,7 +116,7 @@ def test_a_report_from_records_classifies_each_line(tmp_path: Path) -> None:
     tally = Tally()
     tally.agents["pytest_durable.examples.buggy_refund.refund_notify.RefundAgent"] = reached.AgentTally(files={path})
     collected["tally"] = tally.to_json()
-    report = build(collected, AGENT.parents[2], tmp_path / "html")
+    report = build(collected, AGENT.parents[3], tmp_path / "html")
     lines = report.files[path]
     assert lines.recovery_only == [reconciler] and lines.crash_free == [body]
     assert lines.recovery == sorted([reconciler, helper, body])
