@@ -170,6 +170,7 @@ class ActionExecution:
         self._bound = bool(getattr(self.codec, "binds_records", False))
         # Replays take the fused path of ``execute`` unless their before-call points are watched: an injector
         # may say it ignores them (``unwatched_replays``, the convergence watch of a sweep, spec COST-7).
+        self._fids: dict[Any, str] = {}
         self._quiet = not self._bound and (
             self._reach is None or bool(getattr(self.injector, "unwatched_replays", False))
         )
@@ -483,7 +484,15 @@ class ActionExecution:
             and (retry is None or isinstance(retry, RetryPolicy))
         ):
             record = records[index]
-            fid = durable_id if durable_id is not None else function_id(func)
+            if durable_id is not None:
+                fid = durable_id
+            else:
+                try:  # an action calls the same few functions again and again: their ids, once per execution
+                    fid = self._fids[func]
+                except KeyError:
+                    fid = self._fids[func] = function_id(func)
+                except TypeError:  # an unhashable callable
+                    fid = function_id(func)
             payload = record.result_payload
             if record.status is _SUCCEEDED and payload is not None and record.function_id == fid:
                 digest = args_digest(args, kwargs)
