@@ -18,7 +18,7 @@ from reference_runtime.exploration.reached import Tally, site_of
 from reference_runtime.exploration.scenario import Scenario
 from reference_runtime.exploration.sweep import learn, run_scenario
 from reference_runtime.stores.memory import InMemoryStore
-from tests.plugin.test_crash_coverage import AGENT, REFUND_ONLY, documented_schema, line_of, violations
+from tests.plugin.test_crash_coverage import AGENT, REFUND_ONLY, ROOT, documented_schema, line_of, violations
 
 pytest_plugins = ["pytester"]
 INPUTS = [("order-7", {"order": "order-7", "amount": 30})]
@@ -116,7 +116,7 @@ def test_a_report_from_records_classifies_each_line(tmp_path: Path) -> None:
     tally = Tally()
     tally.agents["pytest_durable.examples.buggy_refund.refund_notify.RefundAgent"] = reached.AgentTally(files={path})
     collected["tally"] = tally.to_json()
-    report = build(collected, AGENT.parents[3], tmp_path / "html")
+    report = build(collected, ROOT, tmp_path / "html")
     lines = report.files[path]
     assert lines.recovery_only == [reconciler] and lines.crash_free == [body]
     assert lines.recovery == sorted([reconciler, helper, body])
