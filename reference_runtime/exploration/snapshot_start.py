@@ -259,6 +259,8 @@ class Reference:
     _stamped: list[Any] | None = None
     #: Per call id: its entry's index in the crash-free journal and its after-record point's trace index.
     _calls: tuple[dict[Any, int], dict[Any, int]] | None = None
+    #: The last converged recovery checked, with the journal entries it executed itself.
+    _ran: tuple[Any, list[Any]] | None = None
 
     def calls(self) -> tuple[dict[Any, int], dict[Any, int]]:
         if self._calls is None:
@@ -654,7 +656,7 @@ def check_converged(
 ) -> PointOutcome:
     """:func:`~reference_runtime.exploration.verdict.check` of a scenario whose recovery converged (spec
     COST-7), at the cost of what the recovery ran rather than of the whole run: the same outcome, read off the
-    entries that can break an invariant. Those are the recovery's own journal entries and the crash-free
+    entries that can break an invariant. Those are the calls the recovery executed itself and the crash-free
     entries before the crash of the calls it executed again; every other crash-free entry (before the crash,
     or in the rest taken from the crash-free run) is one execution of a call the crash-free run executed once,
     with no record persisted before the crash for the rest, so it counts towards no violation, repeat or
@@ -664,8 +666,11 @@ def check_converged(
     m = ref.injector.marks[crash].trace
     k = ref.journaled[m]
     rest = len(ref.result.journal) - (len(recovery.journal) - recovery.converged)
-    own = recovery.journal[: recovery.converged]
-    executed = {e.call_id for e in own if e.source == "executed"}
+    # The check reads a journal's executed entries only; the recovery's are the same for the points sharing it.
+    if ref._ran is None or ref._ran[0] is not recovery:
+        ref._ran = (recovery, [e for e in recovery.journal[: recovery.converged] if e.source == "executed"])
+    own = ref._ran[1]
+    executed = {e.call_id for e in own}
     where, recorded = ref.calls()
     if any(where.get(c, -1) >= rest for c in executed):
         return check(scenario, ref.result, result, injector)
