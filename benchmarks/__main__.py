@@ -21,8 +21,10 @@ ALL = [
     "p7_keys",
     "p8_memory",
     "p9_sweep",
+    "p9b_long",
     "p10_redis",
     "p11_stores",
+    "p12_examples",
     "p13_unrelated",
     "p14_coverage",
 ]

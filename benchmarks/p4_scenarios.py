@@ -1,15 +1,20 @@
-"""P4: crash-and-recover scenarios per second for a 50-call agent on the memory store (target >= 1000/s).
+"""P4: crash-and-recover scenarios per second for a 50-call agent on the memory store (target >= 4000/s: a
+scenario costs no more than a crash-free run).
 
-A scenario is what a sweep or a schedule runs per fault point: a run that crashes at the point, fails over,
-recovers and finishes, plus the invariant check against the crash-free run. Printed side by side with a
-crash-free run of the same agent, so the ratio shows what recovery and checking add.
+Two kinds of scenario, side by side with a crash-free run of the same agent:
+
+* **as a sweep runs them** (``sweep()``, ``durable sweep``, ``durable.sweep()``): one whole sweep, its two
+  crash-free runs and sampled points included, divided by its points: each scenario starts from a snapshot
+  of the crash-free run (PLG-16) and stops where its recovery converges on it (COST-7);
+* **re-executed** (a schedule, ``crash()``, ``explore()``, the ``durable_sweep`` marker, a runner under test):
+  a run that crashes at the point, fails over, recovers and finishes, plus the invariant check.
 """
 
 from __future__ import annotations
 
 import statistics
 
-from pytest_durable.sweep import check, learn, points_to_crash, run_scenario
+from pytest_durable.sweep import check, learn, points_to_crash, run_scenario, sweep
 from reference_runtime import Agent, Event, InputEvent, OutputEvent, Runner, RunnerContext, action
 from reference_runtime.exploration.scenario import Scenario, selector_for
 from reference_runtime.stores.memory import InMemoryStore
@@ -49,28 +54,29 @@ def main() -> None:
         for _ in points:
             Runner(Fifty, InMemoryStore()).run(INPUTS)
 
-    # Fifteen rounds each, interleaved so both sides see the same machine; the best round is the least
+    def swept() -> None:
+        outcomes = sweep(Fifty, INPUTS, InMemoryStore)
+        assert len(outcomes) == len(points) and all(o.ok for o in outcomes)
+
+    # Fifteen rounds each, interleaved so all sides see the same machine; the best round is the least
     # disturbed (this container's CPU speed drifts by up to 1.5x over seconds), the median is shown too.
-    sweeps, plains = [], []
+    sweeps, rerun, plains = [], [], []
     for _ in range(ROUNDS):
-        sweeps.append(best_of(scenarios, 1))
+        sweeps.append(best_of(swept, 1))
+        rerun.append(best_of(scenarios, 1))
         plains.append(best_of(crash_free, 1))
     n = len(points)
-    sweep, plain = min(sweeps), min(plains)
-    rows = [
-        ("what", "runs", "per second (best)", "per second (median)", "vs crash-free run (best)"),
-        (
-            "crash + recover + check",
-            str(n),
-            f"{n / sweep:.0f}",
-            f"{n / statistics.median(sweeps):.0f}",
-            f"{sweep / plain:.2f}x the time",
-        ),
-        ("crash-free run", str(n), f"{n / plain:.0f}", f"{n / statistics.median(plains):.0f}", "1.00x"),
-    ]
+    plain = min(plains)
+    rows = [("what", "runs", "per second (best)", "per second (median)", "vs crash-free run (best)")]
+    for what, times in (("scenario as a sweep runs it", sweeps), ("re-executed scenario + check", rerun)):
+        best = min(times)
+        rows.append(
+            (what, str(n), f"{n / best:.0f}", f"{n / statistics.median(times):.0f}", f"{best / plain:.2f}x the time")
+        )
+    rows.append(("crash-free run", str(n), f"{n / plain:.0f}", f"{n / statistics.median(plains):.0f}", "1.00x"))
     print(
         f"{CALLS}-call agent, memory store, one scenario per fault point ({n} points), {ROUNDS} rounds; "
-        "target >= 1000 scenarios/s"
+        "target >= 4000 scenarios/s, a scenario <= a crash-free run"
     )
     print(table(rows))
 

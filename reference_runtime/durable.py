@@ -182,6 +182,15 @@ class ActionExecution:
         self._reach = self.injector.recorder() if self.injector is not None else None
         self._bound = bool(getattr(self.codec, "binds_records", False))
         self._captured, self._replayed = captured, replayed
+        # Replays take the fused path of ``execute`` unless their before-call points are watched: an injector
+        # may say it ignores them (``unwatched_replays``, the convergence watch of a sweep, spec COST-7).
+        self._fids: dict[Any, str] = {}
+        # New calls take the fused path of ``execute`` when no injector watches their fault points and no
+        # recorded values stand in for their outcomes (PLG-25), which only open_slot does.
+        self._direct = self._reach is None and not self._bound and replayed is None
+        self._quiet = not self._bound and (
+            self._reach is None or bool(getattr(self.injector, "unwatched_replays", False))
+        )
 
     # -- helpers ---------------------------------------------------------------------------------
     @property
@@ -489,9 +498,83 @@ class ActionExecution:
         retry: RetryPolicy | None = None,
     ) -> Any:
         """``durable_execute``: the work runs on this thread (DE-15)."""
+        index = self.index
+        records = self.state.call_results
+        # A recorded success replays here, the slot lifecycle's replay branch in one function: a recovery
+        # replays every call before its crash, a sweep one recovery per store state (benchmark P9).
+        if (
+            index < len(records)
+            and reconciler is None
+            and self._quiet
+            and (retry is None or isinstance(retry, RetryPolicy))
+        ):
+            record = records[index]
+            fid = durable_id if durable_id is not None else self._function_id(func)
+            payload = record.result_payload
+            if record.status is _SUCCEEDED and payload is not None and record.function_id == fid:
+                digest = args_digest(args, kwargs)
+                if record.args_digest == digest:
+                    try:
+                        value = self.codec.decode_result(payload)
+                    except PayloadDecodeError:
+                        pass  # open_slot raises it with the call's location
+                    else:
+                        call_id = _new(CallId, (*self._where, index, self._execution))
+                        self.journal.append(
+                            _new(JournalEntry, (call_id, fid, digest, "ok", "replayed", self.failovers))
+                        )
+                        self.index = index + 1
+                        return value
+        elif index == len(records) and reconciler is None and retry is None and self._direct:
+            # A new call with nothing watching its fault points: open_slot, run and finalize in one function
+            # (benchmark P1: the durable call on the memory store).
+            fid = durable_id if durable_id is not None else self._function_id(func)
+            digest = args_digest(args, kwargs)
+            call = _new(CallContext, (_new(CallId, (*self._where, index, self._execution)), fid, digest, 1))
+            error: Exception | None = None
+            token = _current_call.set(call)
+            try:
+                value = func(*args, **kwargs)
+            except DurableError:
+                raise
+            except Exception as exc:
+                value, error = None, exc
+            finally:
+                _current_call.reset(token)
+            if self._captured is not None:  # a sweep holds REC-6 against recorded values (PLG-25)
+                self._captured.setdefault(call[0], (digest, Outcome(value, error)))
+            self.journal.append(
+                _new(
+                    JournalEntry,
+                    (call[0], fid, digest, "ok" if error is None else "error", "executed", self.failovers),
+                )
+            )
+            if error is None:
+                try:
+                    result = _new(CallResult, (fid, digest, self.codec.encode_result(value), None, _SUCCEEDED))
+                except Exception:
+                    result = self.encode(fid, digest, Outcome(value, None), index)  # raises, as open_slot's path
+            else:
+                result = self.encode(fid, digest, Outcome(None, error), index)
+            records.append(result)
+            self.store.put_call_results(self.ref, index, [result])
+            self.index = index + 1
+            if error is not None:
+                raise error
+            return value
         slot = self.open_slot(self.index, func, args, kwargs, reconciler, durable_id, retry)
         recorded = slot[2]
         return self.finalize(slot, self.run(slot) if recorded is None else recorded, True)
+
+    def _function_id(self, func: Callable[..., Any]) -> str:
+        """``function_id(func)``, looked up once per execution: an action calls the same few functions."""
+        try:
+            return self._fids[func]
+        except KeyError:
+            fid = self._fids[func] = function_id(func)
+            return fid
+        except TypeError:  # an unhashable callable
+            return function_id(func)
 
     async def execute_async(
         self,

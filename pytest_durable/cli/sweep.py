@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import crash_coverage
 from .args import CommandError, Parser, checked_url, load
+from .progress import ProgressLine, wanted
 
 if TYPE_CHECKING:
     from reference_runtime.exploration.verdict import Verdict
@@ -76,6 +77,13 @@ def main(argv: list[str]) -> int:
         action="store_true",
         help="also print how many scenarios started from a snapshot and why the others re-executed (PLG-17)",
     )
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="draw a progress line on standard error (points done, crashes fired, time left); default: only "
+        "when standard error is a terminal (CLI-2)",
+    )
     crash_coverage.add_arguments(parser)
     args = parser.parse_args(argv)
     with crash_coverage.measuring(args):  # from before the agent's module is imported (COV-1)
@@ -100,10 +108,11 @@ def _sweep(args: argparse.Namespace) -> int:
 
     url = checked_url(args.store, "--store", needs=("isolated",))
     ledger = Ledger() if args.effect else None
+    drawn = ProgressLine(sys.stderr) if wanted(sys.stderr, args.progress) else None
     with declared(ledger or Ledger(), args.effect), _runtime_logs_silenced():
         stores = store_factory(url)
         try:
-            outcomes = sweep(agent, inputs, stores, ledger, re_execute=args.re_execute)
+            outcomes = sweep(agent, inputs, stores, ledger, re_execute=args.re_execute, progress=drawn)
         except Exception as exc:  # the agent itself failed: say so in one line, not a traceback wall
             reason = " ".join(str(exc).split())
             print(
@@ -113,6 +122,8 @@ def _sweep(args: argparse.Namespace) -> int:
             )
             return 1
         finally:
+            if drawn is not None:
+                drawn.close()
             stores.cleanup()
     verdict = Verdict(outcomes, effects_declared=ledger is not None)
     _print_matrix(verdict)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from reference_runtime import Agent, FaultInjector, FaultPoint, Phase, Runner, RunResult
+from reference_runtime import Agent, FaultInjector, FaultPoint, Phase, Runner, RunResult, observe
 from reference_runtime.clock import let_time_pass
 from reference_runtime.records import ActionState, CallResult, StateRef
 from reference_runtime.stores.base import ActionStateStore
@@ -32,6 +32,7 @@ from reference_runtime.stores.forwarding import ForwardingStore
 from . import reached
 from .protocol import RunFunction, run_once
 from .scenario import Scenario
+from .verdict import PointOutcome, check
 
 if TYPE_CHECKING:
     from .ledger import Ledger
@@ -136,6 +137,27 @@ class WriteLog(ForwardingStore):
             else:
                 store.prune_state(op.ref, op.value)
 
+    def writes(self, since: tuple[int, int], until: tuple[int, int]) -> list[tuple[Any, ...]] | None:
+        """What this log wrote between two positions, one entry per call result, truncation or the like
+        (misses change nothing); None if a whole state was put or a key pruned in between (spec COST-7)."""
+        first, done = since
+        count, last_len = until
+        ops = self.ops
+        out: list[tuple[Any, ...]] = []
+        for n in range(first - 1 if done else first, count):
+            op = ops[n]
+            kind = op.kind
+            if kind == "calls":
+                lo = done if n == first - 1 else 0
+                hi = last_len if n == count - 1 else len(op.value)
+                key, at, value = op.ref.state_key, op.at, op.value
+                out.extend(("calls", key, at + i, value[i]) for i in range(lo, hi))
+            elif kind == "truncate":
+                out.append(("truncate", op.ref.state_key, op.at))
+            elif kind != "miss":
+                return None
+        return out
+
     def comparable(self) -> list[tuple[Any, ...]]:
         """The writes without what differs between two equal runs (fresh event ids, signatures over them)."""
         out: list[tuple[Any, ...]] = []
@@ -226,6 +248,38 @@ class Reference:
     #: Per trace index: the other keys' part of the run that a crash there lets finish before the
     #: failover, as (last point of the crashing key's block, the segment's checkpoint point); or None.
     tails: list[tuple[int, int] | None] = field(default_factory=list)
+    #: Why no scenario of this sweep stops early where its recovery converges on the crash-free run
+    #: (spec COST-7); None if they may.
+    no_converge: str | None = None
+    #: The virtual clock's sleeps and reading when the crash-free run ended (a converged scenario moves the
+    #: clock as the rest of that run did).
+    end_sleeps: int = 0
+    end_now: float | None = None
+    #: The crash-free journal with every entry stamped as made after one failover, built once.
+    _stamped: list[Any] | None = None
+    #: Per call id: its entry's index in the crash-free journal and its after-record point's trace index.
+    _calls: tuple[dict[Any, int], dict[Any, int]] | None = None
+    #: The last converged recovery checked, with the journal entries it executed itself.
+    _ran: tuple[Any, list[Any]] | None = None
+
+    def calls(self) -> tuple[dict[Any, int], dict[Any, int]]:
+        if self._calls is None:
+            journal = {e.call_id: i for i, e in enumerate(self.result.journal)}
+            after = Phase.AFTER_RECORD
+            recorded: dict[Any, int] = {}
+            for i, p in enumerate(self.trace):
+                if p.phase is after:
+                    recorded.setdefault(p[1:5], i)
+            self._calls = (journal, recorded)
+        return self._calls
+
+    def stamped(self, failovers: int) -> list[Any]:
+        """The crash-free journal's entries as a recovery after ``failovers`` failovers journals them."""
+        if failovers != 1:
+            return [e._replace(attempt=failovers) for e in self.result.journal]
+        if self._stamped is None:
+            self._stamped = [e._replace(attempt=1) for e in self.result.journal]
+        return self._stamped
 
     @property
     def trace(self) -> list[FaultPoint]:
@@ -310,6 +364,9 @@ def record(
         start_now,
     )
     reference.is_async = runner is not None and any(spec.is_async for spec in runner.actions)
+    if sleeps is not None:
+        reference.end_sleeps = len(sleeps)
+    reference.end_now = clock.now() if _virtual(clock) else None
     return reference
 
 
@@ -352,6 +409,8 @@ def prepare(ref: Reference, again: Reference | None) -> None:
         tails.append((last, first_checkpoint) if reasons[-1] is None and last + 1 < first_checkpoint else None)
     ref.point_reason = reasons
     ref.tails = tails
+    if ref.no_converge is None and len(set(trace)) != len(trace):
+        ref.no_converge = "the crash-free run reaches a fault point more than once"
 
 
 def differs(a: Reference, b: Reference) -> str | None:
@@ -379,6 +438,9 @@ class Recovery(NamedTuple):
     ledger_span: tuple[tuple[int, int], tuple[int, int]]
     sleeps: list[float]
     elapsed: float | None
+    #: For a recovery stopped where it converged on the crash-free run (spec COST-7): how many of
+    #: ``journal`` it made itself (the rest is the crash-free run's); None for a recovery run to its end.
+    converged: int | None = None
 
 
 def recovery_key(ref: Reference, point: FaultPoint) -> tuple[Any, ...]:
@@ -398,6 +460,7 @@ def start(
     options: dict[str, Any],
     shared: Recovery | None = None,
     trace_recovery: bool = False,
+    converge: bool = True,
 ) -> tuple[RunResult, FaultInjector, Recovery]:
     """Run ``scenario`` (one crash at ``point``) from the snapshot at ``point``: what ``run_scenario`` does,
     without running the agent up to the crash. With ``shared`` (the recovery of a point with the same
@@ -406,7 +469,12 @@ def start(
     The returned injector's trace ends at the crash unless ``trace_recovery``: after the last crash of a
     scenario no fault point can change what :func:`~reference_runtime.exploration.verdict.check` finds (a call
     whose record first lands in the last attempt was not recorded before it), and a recovery with no injector
-    does not even build its points."""
+    does not even build its points.
+
+    With ``converge`` (and nothing ruling it out: :attr:`Reference.no_converge`, a tail, a ledger) the
+    recovery stops at the first later before-call point of the crashed action at which the store holds what
+    the crash-free run's store held there, and the rest of the scenario is the crash-free run's (spec
+    COST-7)."""
     mark = ref.injector.marks[point]
     tail = ref.tails[mark.trace]
     # The spans of the crash-free run that happened before the failover: up to the point, then the tail.
@@ -447,12 +515,21 @@ def start(
             crashes=[crash],
         )
         return result, FaultInjector(trace=trace + shared.trace, fired=[crash], must_fire=False), shared
-    store = ref.store()
+    store: ActionStateStore = ref.store()
     ref.log.replay(store, mark.store)
     if tail is not None:
         ref.log.replay(store, ref.mark_at(tail[1]).store, ref.mark_at(tail[0]).store)
-    injector = FaultInjector(trace=trace, fired=[crash], must_fire=False)
-    runner = Runner(ref.agent, store, injector=injector if trace_recovery else None, **options)
+    # Crash coverage (COV-3) counts what recoveries run: a scenario it watches runs to its end.
+    watch = converge and tail is None and ledger is None and ref.no_converge is None and observe.current is None
+    injector: FaultInjector
+    if watch:
+        store = WriteLog(store)
+        injector = _Converge(ref, mark, store, trace, crash, trace_recovery)
+    else:
+        injector = FaultInjector(trace=trace, fired=[crash], must_fire=False)
+    runner = Runner(ref.agent, store, injector=injector if trace_recovery or watch else None, **options)
+    if isinstance(injector, _Converge):
+        injector.runner = runner
     runner.journal.extend(journal)
     runner.crashes.append(crash)
     runner.fail_over()
@@ -460,7 +537,12 @@ def start(
     sleeps_before = len(sleeps) if sleeps is not None else 0
     now_before = clock.now() if virtual else None
     ledger_before = ledger.position() if ledger is not None else (0, 0)
-    result = runner.run(ref.inputs)
+    own = None
+    try:
+        result = runner.run(ref.inputs)
+    except _Converged as stop:
+        own = len(runner.journal) - len(journal)
+        result = _splice(ref, runner, injector, stop.mark, clock if virtual else None)
     recovery = Recovery(
         result,
         injector.trace[len(trace) :],
@@ -469,6 +551,7 @@ def start(
         (ledger_before, ledger.position() if ledger is not None else (0, 0)),
         list(sleeps[sleeps_before:]) if sleeps is not None else [],
         clock.now() - now_before if now_before is not None else None,
+        own,
     )
     return result, injector, recovery
 
@@ -482,3 +565,130 @@ def _move_clock(clock: Any, sleeps: list[float], elapsed: float | None) -> None:
     left = (elapsed or 0.0) - (clock.now() - before)
     if left > 0:
         clock.advance(left)
+
+
+class _Converged(BaseException):
+    """Raised at the fault point where a recovery's state equals the crash-free run's (spec COST-7). A
+    ``BaseException``, as :class:`~reference_runtime.SimulatedCrash` is, so no agent code catches it."""
+
+    def __init__(self, mark: Mark) -> None:
+        super().__init__(mark)
+        self.mark = mark
+
+
+#: Later before-call points a recovery compares with the crash-free run before it gives up: one where it
+#: re-ran the crashed call and wrote what the crash-free run wrote, and a couple of spares.
+_TRIES = 3
+
+
+class _Converge(FaultInjector):
+    """The injector of a recovery started from a snapshot: crashes nowhere, records the trace if asked, and
+    stops the run with :class:`_Converged` at the first before-call point at which the
+    recovery's writes since the failover are exactly the crash-free run's writes between the crash and that
+    point, so that the store holds what it held in the crash-free run (spec COST-7)."""
+
+    def __init__(
+        self, ref: Reference, crash: Mark, log: WriteLog, trace: list[FaultPoint], point: FaultPoint, record: bool
+    ) -> None:
+        super().__init__(trace=trace, fired=[point], must_fire=False, record_trace=record)
+        self._ref, self._crash, self._log = ref, crash, log
+        self._marks = ref.injector.marks
+        self._tries = _TRIES
+        self.runner: Runner | None = None
+        #: Replayed calls need not pass their before-call points here: none of them can be where a recovery
+        #: converges (the store still holds records past it), and no trace is kept.
+        self.unwatched_replays = not record
+
+    def reach(self, point: FaultPoint) -> None:
+        if self.record_trace:
+            self.trace.append(point)
+        if point[0] is not _BEFORE_CALL or self._tries <= 0:
+            return
+        mark = self._marks.get(point)
+        crash = self._crash
+        if mark is None or mark.store < crash.store:
+            return
+        self._tries -= 1
+        ours = self._log.writes((0, 0), self._log.position())
+        theirs = self._ref.log.writes(crash.store, mark.store)
+        if ours is None or ours != theirs:
+            return
+        # The outputs emitted so far (those of the inputs finished before this one) are the crash-free run's.
+        emitted = self.runner._emitted if self.runner is not None else []
+        base = self._ref.result.emitted
+        if len(emitted) > len(base) or any(
+            _emitted_key(a) != _emitted_key(b) for a, b in zip(emitted, base[: len(emitted)], strict=True)
+        ):
+            return
+        raise _Converged(mark)
+
+
+_BEFORE_CALL = Phase.BEFORE_CALL
+
+
+def _splice(ref: Reference, runner: Runner, injector: FaultInjector, mark: Mark, clock: Any) -> RunResult:
+    """The result of a recovery stopped at ``mark`` (:class:`_Converged`): what it did up to there, then the
+    crash-free run's rest, its journal entries stamped with the recovery's failovers (spec COST-7)."""
+    base = ref.result
+    emitted = list(runner._emitted)
+    done = len(emitted)
+    if injector.record_trace:
+        injector.trace.extend(ref.trace[mark.trace + 1 :])  # the point at ``mark`` is already in
+    if clock is not None:
+        sleeps = list(getattr(clock, "sleeps", [])[mark.sleeps : ref.end_sleeps])
+        _move_clock(clock, sleeps, (ref.end_now or 0.0) - (mark.now or 0.0))
+    journal = [*runner.journal, *ref.stamped(runner.failovers)[ref.journaled[mark.trace] :]]
+    return RunResult(
+        emitted=[*emitted, *base.emitted[done:]],
+        memory=base.memory,
+        journal=journal,
+        failovers=runner.failovers,
+        crashes=list(runner.crashes),
+    )
+
+
+def _emitted_key(e: Any) -> tuple[Any, ...]:
+    return (e.key, e.seq, e.action, e.event.type, e.event.attributes)
+
+
+def check_converged(
+    ref: Reference, scenario: Scenario, result: RunResult, injector: FaultInjector, recovery: Recovery
+) -> PointOutcome:
+    """:func:`~reference_runtime.exploration.verdict.check` of a scenario whose recovery converged (spec
+    COST-7), at the cost of what the recovery ran rather than of the whole run: the same outcome, read off the
+    entries that can break an invariant. Those are the calls the recovery executed itself and the crash-free
+    entries before the crash of the calls it executed again; every other crash-free entry (before the crash,
+    or in the rest taken from the crash-free run) is one execution of a call the crash-free run executed once,
+    with no record persisted before the crash for the rest, so it counts towards no violation, repeat or
+    re-execution. Falls back to the full check when the recovery's calls are not disjoint from that rest."""
+    assert recovery.converged is not None
+    crash = injector.fired[0]
+    m = ref.injector.marks[crash].trace
+    k = ref.journaled[m]
+    rest = len(ref.result.journal) - (len(recovery.journal) - recovery.converged)
+    # The check reads a journal's executed entries only; the recovery's are the same for the points sharing it.
+    if ref._ran is None or ref._ran[0] is not recovery:
+        ref._ran = (recovery, [e for e in recovery.journal[: recovery.converged] if e.source == "executed"])
+    own = ref._ran[1]
+    executed = {e.call_id for e in own}
+    where, recorded = ref.calls()
+    if any(where.get(c, -1) >= rest for c in executed):
+        return check(scenario, ref.result, result, injector)
+    # A recovery shared with an earlier point may have converged before this crash: the crash-free rest then
+    # begins with calls this scenario made before its crash too.
+    overlap = recovery.journal[recovery.converged : recovery.converged + k - rest] if rest < k else []
+    executed.update(e.call_id for e in overlap if e.source == "executed")
+    base = ref.result.journal
+    before = [base[where[c]] for c in executed if where.get(c, k) < k]
+    landed = [ref.trace[recorded[c]] for c in executed if recorded.get(c, m) < m]
+    reduced = RunResult(
+        emitted=result.emitted,
+        memory=result.memory,
+        journal=[*before, *own, *overlap],
+        failovers=result.failovers,
+        crashes=result.crashes,
+    )
+    seen = FaultInjector(trace=[*landed, crash], fired=list(injector.fired), must_fire=False)
+    outcome = check(scenario, ref.result, reduced, seen)
+    outcome.result = result
+    return outcome

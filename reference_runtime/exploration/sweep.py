@@ -39,6 +39,7 @@ __all__ = [
     "LearningFailed",
     "MarkerError",
     "NewStore",
+    "Progress",
     "capturing",
     "check_runner_options",
     "judge_on_recorded_values",
@@ -54,6 +55,8 @@ __all__ = [
 
 #: Makes a fresh, empty store (each crash run of a sweep gets its own).
 NewStore = Callable[[], ActionStateStore]
+#: Told (points done, points in all, crashes fired) as a sweep goes.
+Progress = Callable[[int, int, int], None]
 
 
 def learn(
@@ -131,6 +134,7 @@ def sweep(
     *,
     re_execute: bool = False,
     run: RunFunction | None = None,
+    progress: Progress | None = None,
     **options: Any,
 ) -> list[PointOutcome]:
     """Crash once at every point of the crash-free run, recover, check; a crash that does not fire where the
@@ -142,7 +146,10 @@ def sweep(
     (PLG-17). ``re_execute`` forces re-execution everywhere; the checks that choose the path (a second
     crash-free run, a sampled point run both ways) run either way, so that both paths run the agent the
     same number of times before the scenarios and their verdicts stay comparable even for an agent whose
-    results depend on earlier runs in the process."""
+    results depend on earlier runs in the process.
+
+    ``progress`` is called with (points done, points in all, crashes fired so far) once the points are known
+    and after every scenario (``durable sweep`` draws its progress line with it)."""
     with capturing() as ref_values:
         ref = snap.record(agent, inputs, store, ledger, options, run=run)
     ref.reason = snap.why_not(ref, store, ledger, run)
@@ -164,13 +171,21 @@ def sweep(
         else:
             verdict.start_reason = FORCED if re_execute else SAMPLED
             done[sample] = verdict
-    outcomes = []
+        # Run either way, as the sample above: both paths run the agent equally often (PLG-16).
+        _sample_convergence(ref, usable, ledger, options)
+    outcomes: list[PointOutcome] = []
+    fired = 0
+    if progress is not None:
+        progress(0, len(points), 0)
     # Points with the same snapshot come one after another (a store only grows along the run): keep the
     # last recovery only, so a sweep holds one recovered result at a time, not one per store state.
     shared: tuple[Any, snap.Recovery | None, dict[CallId, tuple[str, durable.Outcome]]] = (None, None, {})
     for point in points:
         if point in done:
             outcomes.append(done[point])
+            fired += bool(done[point].fired)
+            if progress is not None:
+                progress(len(outcomes), len(points), fired)
             continue
         scenario = Scenario((selector_for(point),), mismatch)
         reason = FORCED if re_execute else ref.usable(point)
@@ -186,8 +201,13 @@ def sweep(
                 )
             values = shared[2] if reuse is not None else values
             shared = (key, recovery, values)
-            outcome = check(scenario, baseline, result, injector, ledger)
-            judge_on_recorded_values(outcome, agent, inputs, store, ledger, ref_values, values, options)
+            if recovery.converged is not None:
+                # Converged on the crash-free run's state (COST-7): the rest of the run is the crash-free
+                # run's, so its outputs and memory cannot differ (REC-6) and there is nothing to re-judge.
+                outcome = snap.check_converged(ref, scenario, result, injector, recovery)
+            else:
+                outcome = check(scenario, baseline, result, injector, ledger)
+                judge_on_recorded_values(outcome, agent, inputs, store, ledger, ref_values, values, options)
         else:
             with capturing() as values:
                 result, injector = run_scenario(agent, inputs, store, scenario, ledger, run=run, **options)
@@ -203,6 +223,9 @@ def sweep(
             outcome.start = "snapshot"
         outcome.start_reason = reason
         outcomes.append(outcome)
+        fired += bool(outcome.fired)
+        if progress is not None:
+            progress(len(outcomes), len(points), fired)
     return outcomes
 
 
@@ -226,7 +249,9 @@ def _sample(
                 if path == "snapshot":
                     values.update(_ran_before(ref, point, ref_values))
                     merged = scenario_options(scenario, options)
-                    result, injector, _ = snap.start(ref, point, scenario, ledger, merged, trace_recovery=True)
+                    result, injector, _ = snap.start(
+                        ref, point, scenario, ledger, merged, trace_recovery=True, converge=False
+                    )
                 else:
                     result, injector = run_scenario(agent, inputs, store, scenario, ledger, **options)
             outcome = check(scenario, ref.result, result, injector, ledger)
@@ -304,6 +329,44 @@ def judge_on_recorded_values(
         durable.replayed = None
     if reference.outputs == outcome.result.outputs and reference.memory == outcome.result.memory:
         outcome.violations = [v for v in outcome.violations if not v.startswith("REC-6")]
+
+
+def _sample_convergence(
+    ref: snap.Reference, points: Sequence[FaultPoint], ledger: Ledger | None, options: dict[str, Any]
+) -> None:
+    """Run the middle point at which a recovery may converge (spec COST-7) from its snapshot twice, to its
+    end and stopped where it converges; unless both end alike, no scenario of the sweep stops early."""
+    if ref.reason is not None or ref.no_converge is not None or ledger is not None:
+        return
+    eligible = [
+        p
+        for p in points
+        if p.call_index is not None and ref.usable(p) is None and ref.tails[ref.injector.marks[p].trace] is None
+    ]
+    if not eligible:
+        return
+    point = eligible[len(eligible) // 2]
+    scenario = Scenario((selector_for(point),), options.get("mismatch", "lenient"))
+    merged = scenario_options(scenario, options)
+    seen = []
+    try:
+        for converge in (False, True):
+            result, injector, recovery = snap.start(
+                ref, point, scenario, None, merged, trace_recovery=True, converge=converge
+            )
+            if recovery.converged is not None:
+                outcome = snap.check_converged(ref, scenario, result, injector, recovery)
+            else:
+                outcome = check(scenario, ref.result, result, injector)
+            seen.append(_observed(outcome, result, injector, None))
+    except Exception as exc:
+        ref.no_converge = f"the scenario sampled at {point.describe()} raised {type(exc).__name__}"
+        return
+    if seen[0] != seen[1]:
+        ref.no_converge = (
+            f"the scenario sampled at {point.describe()} ended differently stopped where its recovery converged "
+            "than run to its end (its recovery depends on more than the state compared, COST-7)"
+        )
 
 
 def _observed(outcome: PointOutcome, result: RunResult, injector: FaultInjector, ledger: Ledger | None) -> Any:

@@ -153,3 +153,27 @@ class FailsAlways(Agent):
     def work(event: Event, ctx: RunnerContext) -> None:
         ctx.durable_execute(identity, 1)
         raise RuntimeError("broken agent")
+
+
+#: Executions of :func:`tallied` in the action execution running now (reset as the action starts).
+EXECUTED = {"n": 0}
+
+
+def tallied(i: int) -> int:
+    EXECUTED["n"] += 1
+    return i * 3
+
+
+class CountsExecutions(Agent):
+    """Deterministic in its durable results, yet its end depends on how many of its calls ran rather than
+    replayed, a state outside them: after a crash it remembers fewer executions than without one. The
+    difference shows only at the end of the action, long after a recovery converged on the crash-free run's
+    store (spec COST-7): a scenario stopped there would miss it."""
+
+    @action(InputEvent)
+    @staticmethod
+    def work(event: Event, ctx: RunnerContext) -> None:
+        EXECUTED["n"] = 0
+        total = sum(ctx.durable_execute(tallied, i) for i in range(event.attributes["input"]))
+        ctx.short_term_memory.set("executed", EXECUTED["n"])
+        ctx.send_event(OutputEvent(total))

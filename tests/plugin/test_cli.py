@@ -438,3 +438,62 @@ def test_command_help_is_plain_text(command: str, capsys: pytest.CaptureFixture[
     out = capsys.readouterr().out
     assert exited.value.code == 0 and out.startswith(f"usage: durable {command}")
     assert not re.search(r"``|:class:|:func:", out), out
+
+
+class _Terminal:
+    """A stand-in for a terminal's standard error."""
+
+    def __init__(self, tty: bool) -> None:
+        self.tty, self.text = tty, ""
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def write(self, text: str) -> int:
+        self.text += text
+        return len(text)
+
+    def flush(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize("tty", [True, False])
+def test_sweep_progress_only_on_a_terminal(
+    tty: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CLI-7: on a terminal `durable sweep` draws points done of all, crashes fired and time left on stderr,
+    wiped before the matrix; output that is not a terminal gets no progress line, and the flags override."""
+    inputs = tmp_path / "in.jsonl"
+    inputs.write_text('{"key": "k", "input": 1}\n')
+    argv = ["sweep", "tests.plugin.verdict_agents:NonIdempotent", "--inputs", str(inputs)]
+    for flag, drawn in ((None, tty), ("--progress", True), ("--no-progress", False)):
+        err = _Terminal(tty)
+        monkeypatch.setattr(sys, "stderr", err)
+        durable(argv + ([flag] if flag else []))
+        out = capsys.readouterr().out
+        assert "fault points" in out
+        if drawn:
+            last = err.text.rstrip(" \r").split("\r")[-1]
+            assert re.fullmatch(r"durable sweep: (\d+)/\1 fault points \(100%\), \1 crashes fired, ETA 0s", last), last
+            assert err.text.endswith("\r")  # wiped
+        else:
+            assert err.text == "", err.text
+
+
+def test_the_progress_line_counts_and_estimates() -> None:
+    """CLI-7: the line's text, its estimate of the time left, and that it redraws at most every `every` s."""
+    from pytest_durable.cli.progress import ProgressLine, wanted
+
+    term = _Terminal(True)
+    line = ProgressLine(term, every=3600)  # type: ignore[arg-type]
+    assert line.text(0, 10, 0, 0.0) == "durable sweep: 0/10 fault points (0%), 0 crashes fired, ETA ?"
+    assert line.text(5, 10, 4, 50.0) == "durable sweep: 5/10 fault points (50%), 4 crashes fired, ETA 50s"
+    assert line.text(1, 100, 1, 60.0).endswith("ETA 1h39m")
+    line(0, 10, 0)
+    line(1, 10, 1)  # within `every` of the last draw: not drawn
+    line(10, 10, 10)  # the last one always is
+    assert term.text.count("\r") == 2
+    line.close()
+    assert term.text.endswith("\r") and term.text.count("\r") == 4
+    assert wanted(term, None) and not wanted(_Terminal(False), None)  # type: ignore[arg-type]
+    assert wanted(_Terminal(False), True) and not wanted(term, False)  # type: ignore[arg-type]

@@ -137,6 +137,7 @@ CASES: dict[str, Case] = {
     "random-argument": Case(snap_agents.RandomArgument, [("k", 1)], fallback="two crash-free runs made different"),
     "counts-across-runs": Case(snap_agents.CountsAcrossRuns, [("k", 1)], fallback="two crash-free runs"),
     "fails-always": Case(snap_agents.FailsAlways, [("k", 1)]),
+    "counts-executions-after-convergence": Case(snap_agents.CountsExecutions, [("k", 6), ("l", 5)]),
     "strict-nondeterministic-fails-after-crash": Case(
         snap_agents.RandomArgument, [("k", 1)], options=lambda: {"mismatch": "strict"}
     ),
@@ -384,10 +385,11 @@ def test_a_sweep_runs_one_recovery_per_store_state_and_logs_one_write_per_state(
     monkeypatch.setattr(Runner, "run", counted)
     outcomes = sweep(Many, [("k", calls)], InMemoryStore)
     assert len(outcomes) == 3 * calls + 3
-    # The crash-free run, a second one, the sampled point both ways, then one recovery per store state at
-    # a crash: N states "records 0..i-1" (call i's before-call and after-effect, call i-1's after-record),
-    # all N records (the last after-record, before-complete), completed (after-complete, checkpoint).
-    assert runs[0] == 4 + calls + 2
+    # The crash-free run, a second one, the sampled point both ways, a point's recovery run to its end and
+    # stopped where it converges (COST-7), then one recovery per store state at a crash: N states "records
+    # 0..i-1" (call i's before-call and after-effect, call i-1's after-record), all N records (the last
+    # after-record, before-complete), completed (after-complete, checkpoint).
+    assert runs[0] == 6 + calls + 2
     ops = WriteLog(InMemoryStore())
     real(Runner(Many, ops), [("k", calls)])
     assert [op.kind for op in ops.ops] == ["miss", "put", "calls", "put", "prune"]
@@ -456,3 +458,87 @@ def test_remote_stores_and_custom_factories_re_execute_with_the_reason() -> None
 
 def fresh() -> InMemoryStore:
     return InMemoryStore()
+
+
+def _converged_and_full(agent: Any, inputs: list[tuple[str, Any]]) -> tuple[int, int]:
+    """For every point of a sweep of ``agent``: the scenario stopped where its recovery converges and run to
+    its end give the same outcome, trace, journal, outputs and memory (COST-7); returns how many of the
+    points converged, and how many points there were."""
+    from reference_runtime.exploration import snapshot_start as snap
+    from reference_runtime.exploration.scenario import Scenario, selector_for
+    from reference_runtime.exploration.sweep import _observed, points_to_crash
+    from reference_runtime.exploration.verdict import check
+
+    ref = snap.record(agent, inputs, InMemoryStore, None, {})
+    snap.prepare(ref, None)
+    converged = 0
+    points = points_to_crash(ref.trace)
+    for point in points:
+        if ref.usable(point) is not None:
+            continue
+        scenario = Scenario((selector_for(point),))
+        seen = []
+        for converge in (True, False):
+            result, injector, recovery = snap.start(
+                ref, point, scenario, None, {}, trace_recovery=True, converge=converge
+            )
+            if recovery.converged is not None:
+                converged += 1
+                outcome = snap.check_converged(ref, scenario, result, injector, recovery)
+            else:
+                outcome = check(scenario, ref.result, result, injector)
+            seen.append(repr(_observed(outcome, result, injector, None)))
+        assert seen[0] == seen[1], point
+    return converged, len(points)
+
+
+@pytest.mark.parametrize(
+    ("agent", "inputs"),
+    [
+        (Many, [("k", 9)]),
+        (runtime_agents.Chained, [("a", 1), ("a", 2)]),
+        (runtime_agents.ThreeCalls, [("a", 1), ("b", 2), ("a", 3)]),
+        (snap_agents.Remembering, [("k", 3), ("k", 2)]),
+        (runtime_agents.WithReconciler, [("a", 3)]),
+        (runtime_agents.Failing, [("a", 3)]),
+        (verdict_agents.NonIdempotent, [("k", 4)]),
+    ],
+)
+def test_a_scenario_stopped_where_it_converges_ends_as_one_run_to_its_end(agent: Any, inputs: Any) -> None:
+    """COST-7: per point, the scenario stopped early and the same recovery run to its end agree on everything
+    a sweep reports, and early stops do happen (at most points inside an action)."""
+    _reset_all()
+    converged, _ = _converged_and_full(agent, inputs)
+    assert converged > 0, "no recovery converged: the test would check nothing"
+
+
+def test_a_violation_after_the_convergence_point_is_still_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """COST-7: a violation that shows only after the point where a recovery converged is still reported, at
+    every point where running the recovery to its end reports it. (1) An agent whose end depends on how many
+    of its calls ran rather than replayed (state the comparison cannot see): the sampled point run stopped
+    early and to its end disagree, so no scenario stops early. (2) A runner that emits its outputs twice once
+    it has failed over (a mutation of the runtime after the convergence point): caught the same way. In both,
+    the sweep from snapshots reports exactly what the re-executing sweep reports."""
+    from reference_runtime import Runner
+
+    case = CASES["counts-executions-after-convergence"]
+    re_executed, from_snapshots, outcomes = sweep_both(case)
+    assert from_snapshots == re_executed
+    assert outcomes is not None
+    middle = [o for o in outcomes if o.point.call_index is not None and o.point.call_index > 0]
+    assert middle and all(any(v.startswith("REC-6") for v in o.violations) for o in middle)
+
+    real = Runner._run_one
+
+    async def twice(self: Runner, *args: Any) -> None:
+        await real(self, *args)
+        if self.failovers:
+            self._emitted.append(self._emitted[-1])
+
+    monkeypatch.setattr(Runner, "_run_one", twice)
+    mutated = Case(Many, [("k", 8)])
+    re_executed, from_snapshots, outcomes = sweep_both(mutated)
+    assert from_snapshots == re_executed
+    assert outcomes is not None
+    crashed_mid_action = [o for o in outcomes if o.point.call_index is not None]
+    assert crashed_mid_action and all(o.duplicates == ["k/0/work"] for o in crashed_mid_action)
