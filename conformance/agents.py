@@ -871,3 +871,33 @@ class TwoPhaseOptions(Agent):
                 ]
             )
         )
+
+
+#: How many rounds :class:`Rounds` runs its action for one input.
+ROUNDS = 3
+
+
+def round_call(i: int, n: int) -> int:
+    """Round ``n``'s durable call of :class:`Rounds`: books its execution under its call id (which
+    :attr:`Observed.contexts` notes too) and returns ``10 * i + n``."""
+    LEDGER.effect()
+    return 10 * i + n
+
+
+class Rounds(Agent):
+    """A tool loop: the action ``think`` handles the input and the ``round`` event it sends itself, so it runs
+    :data:`ROUNDS` times for one input (IDN-9, FLT-6), each execution making one durable call whose result it
+    keeps in memory; the last round outputs them all."""
+
+    @action(InputEvent, "round")
+    @staticmethod
+    def think(event: Event, ctx: RunnerContext) -> None:
+        i = event.attributes["input"]
+        n = event.attributes.get("round", 1)
+        seen = [*(ctx.short_term_memory.get("seen") or []), ctx.durable_execute(round_call, i, n)]
+        ctx.short_term_memory.set("seen", seen)
+        if n < ROUNDS:
+            ctx.send_event(Event("round", {"input": i, "round": n + 1}))
+        else:
+            ctx.short_term_memory.set("seen", [])
+            ctx.send_event(OutputEvent(seen))

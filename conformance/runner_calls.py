@@ -1,8 +1,9 @@
 """Runner checks of the durable-call details a runner gets wrong (issue 29): call identity, recorded
 exceptions, reconcilers that raise, misuse of the context inside a durable function, laziness and thread of
 durable calls, fault points per plan, retries, batch deadlines, the async pool's size, memory, bad values
-and options, state keys, a failing store, two-phase calls, and records tampered with while the runner was
-down.
+and options, state keys, a failing store, two-phase calls, records tampered with while the runner was
+down, and an action run several times for one input (a tool loop): its executions' call ids, fault points and
+verdicts.
 
 :class:`CallConformance` extends the checks of :mod:`conformance.runner_suite`; its checks run the agents of
 :mod:`conformance.agents` through the runner under test with the same instruments (the observed store, the
@@ -24,6 +25,7 @@ import pytest
 
 from reference_runtime import (
     Agent,
+    CallId,
     CallResult,
     ConfigError,
     CrashAt,
@@ -848,6 +850,92 @@ class CallConformance(_RunnerChecks):
             f"TPC-7: function ids {[e.function_id for e in run.result.journal]}"
         )
         assert seen[1][0] == seen[2][0] == "TwoPhaseCommitError", f"TPC-7: misuse gave {seen[1:]}"
+
+    # -- every execution of an action (a tool loop) -----------------------------------------------------------
+    @clause("IDN-9")
+    @capability("runner")
+    def test_each_execution_of_an_action_has_call_ids_of_its_own(self, durable_runner_factory: RunnerFactory) -> None:
+        """IDN-9: an action run three times for one input (a tool loop) gives each execution's durable call an
+        id of its own in ``current_call()``, spelled ``key/seq/action/index`` in the first execution and
+        ``key/seq/action#n/index`` in the n-th; the ids are the same run after run, and after a crash in the
+        second execution once its call's record is persisted and the recovery."""
+        f = durable_runner_factory
+        want = [str(CallId("k", 0, "think", 0, n)) for n in range(1, agents.ROUNDS + 1)]
+        base = self.crash_free(f, agents.Rounds, [("k", 1)])
+        ids = [c.idempotency_key for c in LEDGER.contexts]
+        assert len(set(ids)) == len(ids) == agents.ROUNDS, (
+            f"IDN-9: the {agents.ROUNDS} executions of action think for one input made calls with ids {ids}, "
+            "expected an id of its own for each execution"
+        )
+        assert ids == want, f"IDN-9: call ids of the executions of think: expected {want}, got {ids}"
+        assert base.result.outputs == {"k": [[11, 12, 13]]}, f"IDN-9: outputs {base.result.outputs}"
+        again = self.crash_free(f, agents.Rounds, [("k", 1)])
+        ids_again = [c.idempotency_key for c in LEDGER.contexts]
+        assert ids_again == ids, f"IDN-9: the same input gave call ids {ids} in one run and {ids_again} in the next"
+        assert again.result.outputs == base.result.outputs
+        crash = CrashAt(Phase.AFTER_RECORD, key="k", seq=0, action="think", call_index=0, execution=2)
+        run = self.execute(f, agents.Rounds, [("k", 1)], [crash])
+        assert run.result.failovers == 1 and len(run.injector.fired) == 1, (
+            f"IDN-9: the crash in the second execution ({crash.describe()}) did not fire once: fired "
+            f"{run.injector.fired}"
+        )
+        after = [c.idempotency_key for c in LEDGER.contexts]
+        assert after == want, (
+            f"IDN-9: crashed in the second execution after its record and recovered, the calls saw ids {after}, "
+            f"expected {want} (each execution once, under the id it has in a crash-free run)"
+        )
+        assert run.effects == base.effects, (
+            f"IDN-9: executions per call id {dict(run.effects)}, expected {dict(base.effects)}"
+        )
+        assert run.result.outputs == base.result.outputs, f"IDN-9: outputs after the crash {run.result.outputs}"
+
+    @clause("FLT-6")
+    @capability("runner")
+    def test_every_execution_of_an_action_is_its_own_fault_point(self, durable_runner_factory: RunnerFactory) -> None:
+        """FLT-6: the engine's sweep through the runner reaches the fault points of every execution of an
+        action run three times per input (the points of the second and third carry their ordinal), crashes
+        at each and recovers with no violation: outputs and memory are the crash-free ones and every call's
+        effect is booked once (twice at most for a crash between effect and record)."""
+        outcomes = self.sweep(durable_runner_factory, agents.Rounds, [("k", 1), ("j", 2)])
+        need = {Phase.BEFORE_CALL, Phase.AFTER_EFFECT, Phase.AFTER_RECORD, Phase.BEFORE_COMPLETE}
+        for key in ("k", "j"):
+            for n in range(1, agents.ROUNDS + 1):
+                phases = {
+                    o.point.phase
+                    for o in outcomes
+                    if o.fired and o.point.key == key and o.point.action == "think" and o.point.execution == n
+                }
+                assert phases >= need, (
+                    f"FLT-6: the sweep crashed execution {n} of action think for key {key} at "
+                    f"{sorted(str(p) for p in phases)}, expected at least {sorted(str(p) for p in need)}: the "
+                    "runner reached no fault point of its own for that execution"
+                )
+        violations = [f"{o.point.describe()}: {v}" for o in outcomes for v in o.violations]
+        assert not violations, "FLT-6: crashed in a repeated execution and recovered:\n" + "\n".join(violations)
+
+    @clause("PLG-22")
+    @capability("runner")
+    def test_sweeps_of_a_tool_loop_give_the_same_verdict_every_time(
+        self, durable_runner_factory: RunnerFactory
+    ) -> None:
+        """PLG-22: two sweeps through the runner of an agent with two keys in flight and three executions of an
+        action per input crash the same fault points with the same violations and outputs: same input, same
+        verdict."""
+        inputs = [("k", 1), ("j", 2)]
+
+        def verdicts() -> list[tuple[FaultPoint, tuple[str, ...], dict[str, list[Any]]]]:
+            try:
+                outcomes = self.sweep(durable_runner_factory, agents.Rounds, inputs)
+            except AssertionError as exc:
+                pytest.fail(f"PLG-22: a sweep of the same agent and inputs failed: {exc}")
+            return [(o.point, tuple(o.violations), o.result.outputs) for o in outcomes]
+
+        first, second = verdicts(), verdicts()
+        differ = [(a, b) for a, b in zip(first, second, strict=False) if a != b]
+        assert len(first) == len(second) and not differ, (
+            f"PLG-22: two sweeps of one agent and inputs differ: {len(first)} and {len(second)} points; first "
+            f"difference {differ[:1]}"
+        )
 
 
 class RunnerConformance(CallConformance):

@@ -11,6 +11,7 @@ import contextvars
 import dataclasses
 import hashlib
 import inspect
+import itertools
 import pickle
 import threading
 import warnings
@@ -22,6 +23,7 @@ from conformance import RunFunction
 from reference_runtime import (
     ActionFailedError,
     Backoff,
+    CallId,
     CloudpickleCodec,
     ConfigError,
     DecodeLimits,
@@ -45,6 +47,9 @@ from reference_runtime import (
     two_phase,
 )
 from reference_runtime import runner as runner_module
+from reference_runtime.agent import ActionSpec
+from reference_runtime.events import Event
+from reference_runtime.memory import FlatMemory
 from reference_runtime.records import ActionState, CallResult, MemoryUpdate, StateRef
 from reference_runtime.stores.base import ActionStateStore
 from reference_runtime.stores.forwarding import ForwardingStore
@@ -833,3 +838,63 @@ def batch_reserved_slot_by_slot(run: RunArgs) -> RunResult:
 
     with patched(durable.ActionExecution, "reserve", reserve):
         return run.runner().run(run.inputs)
+
+
+# -- every execution of an action (IDN-9, FLT-6, PLG-22) ------------------------------------------------------
+class _CallIdWithoutOrdinal(CallId):
+    """A call id spelled without the action's execution ordinal, as Flink Agents spells it."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return str(CallId(self.key, self.seq, self.action, self.call_index))
+
+
+@violates("IDN-9")
+def call_ids_without_the_execution(run: RunArgs) -> RunResult:
+    """Spells idempotency call ids ``key/seq/action/index`` as Flink Agents does, every execution of an action
+    alike: a tool loop's rounds share one id, so an API deduplicating on it books one effect for all."""
+    with patched(durable, "CallId", _CallIdWithoutOrdinal):
+        return run.runner().run(run.inputs)
+
+
+class _RepeatsUnswept(Runner):
+    """Hands the fault points of an action's second and later executions for one input to no injector."""
+
+    async def _run_action(
+        self,
+        spec: ActionSpec,
+        ref: StateRef,
+        short_term: FlatMemory,
+        sensory: FlatMemory,
+        pool: ThreadPoolExecutor | None,
+        ordinal: int = 1,
+    ) -> list[Event]:
+        if ordinal == 1:
+            return await super()._run_action(spec, ref, short_term, sensory, pool, ordinal)
+        injector, self.injector = self.injector, FaultInjector(record_trace=False)
+        try:
+            return await super()._run_action(spec, ref, short_term, sensory, pool, ordinal)
+        finally:
+            self.injector = injector
+
+
+@violates("FLT-6")
+def repeated_executions_unswept(run: RunArgs) -> RunResult:
+    """Reaches fault points only in the first execution of an action for one input ("the loop's later rounds
+    are the same code"): a sweep never crashes a tool loop's second round."""
+    return run.runner(_RepeatsUnswept).run(run.inputs)
+
+
+#: Runs with nothing armed so far, for :func:`repeats_swept_every_other_run`.
+_UNARMED_RUNS = itertools.count()
+
+
+@violates("PLG-22")
+def repeats_swept_every_other_run(run: RunArgs) -> RunResult:
+    """Halves the cost of learning runs: every other run with no crash armed (a sweep's crash-free run) skips
+    the fault points of an action's repeated executions, so one sweep crashes a tool loop's later rounds and
+    the next one does not."""
+    if not run.injector.plan and next(_UNARMED_RUNS) % 2:
+        return run.runner(_RepeatsUnswept).run(run.inputs)
+    return run.runner().run(run.inputs)
