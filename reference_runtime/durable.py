@@ -178,7 +178,6 @@ class ActionExecution:
         # Looked up once per action rather than on every durable call: this is the hot path (P4).
         self._action = self.ref.action.name
         self._where = (self.ref.key, self.ref.seq, self._action)
-        self._execution = self.execution
         self._reach = self.injector.recorder() if self.injector is not None else None
         self._bound = bool(getattr(self.codec, "binds_records", False))
         self._captured, self._replayed = captured, replayed
@@ -201,11 +200,11 @@ class ActionExecution:
         return Location(self.ref.key, self.ref.seq, self._action, index)
 
     def call_id(self, index: int) -> CallId:
-        return CallId(self.ref.key, self.ref.seq, self._action, index, self._execution)
+        return CallId(self.ref.key, self.ref.seq, self._action, index, self.execution)
 
     def fault(self, phase: Phase, index: int, fid: str) -> None:
         if self._reach is not None:
-            self._reach(FaultPoint(phase, self.ref.key, self.ref.seq, self._action, index, fid, self._execution))
+            self._reach(FaultPoint(phase, self.ref.key, self.ref.seq, self._action, index, fid, self.execution))
 
     def write(self, index: int, results: list[CallResult]) -> None:
         records = self.state.call_results
@@ -325,8 +324,8 @@ class ActionExecution:
         digest = args_digest(args, kwargs)
         where = self._where
         if self._reach is not None:
-            self._reach(_new(FaultPoint, (_BEFORE_CALL, *where, index, fid, self._execution)))
-        call = _new(CallContext, (_new(CallId, (*where, index, self._execution)), fid, digest, 1))
+            self._reach(_new(FaultPoint, (_BEFORE_CALL, *where, index, fid, self.execution)))
+        call = _new(CallContext, (_new(CallId, (*where, index, self.execution)), fid, digest, 1))
         records = self.state.call_results
         if index < len(records):
             record = records[index]
@@ -475,10 +474,10 @@ class ActionExecution:
                 self._captured.setdefault(cid, (digest, outcome))
             reach = self._reach
             if reach is not None:
-                reach(_new(FaultPoint, (_AFTER_EFFECT, *self._where, i, fid, self._execution)))
+                reach(_new(FaultPoint, (_AFTER_EFFECT, *self._where, i, fid, self.execution)))
             self.write(i, [self.encode(fid, digest, outcome, i)])
             if reach is not None:
-                reach(_new(FaultPoint, (_AFTER_RECORD, *self._where, i, fid, self._execution)))
+                reach(_new(FaultPoint, (_AFTER_RECORD, *self._where, i, fid, self.execution)))
         if not close:
             return None
         self.index = i + 1
@@ -519,7 +518,7 @@ class ActionExecution:
                     except PayloadDecodeError:
                         pass  # open_slot raises it with the call's location
                     else:
-                        call_id = _new(CallId, (*self._where, index, self._execution))
+                        call_id = _new(CallId, (*self._where, index, self.execution))
                         self.journal.append(
                             _new(JournalEntry, (call_id, fid, digest, "ok", "replayed", self.failovers))
                         )
@@ -530,7 +529,7 @@ class ActionExecution:
             # (benchmark P1: the durable call on the memory store).
             fid = durable_id if durable_id is not None else self._function_id(func)
             digest = args_digest(args, kwargs)
-            call = _new(CallContext, (_new(CallId, (*self._where, index, self._execution)), fid, digest, 1))
+            call = _new(CallContext, (_new(CallId, (*self._where, index, self.execution)), fid, digest, 1))
             error: Exception | None = None
             token = _current_call.set(call)
             try:

@@ -142,19 +142,14 @@ def _plain_shape(value: Any, seen: set[int], depth: int = 0) -> int:
                 return _SHARED
             seen.add(i)
         shape = _UNSHARED
+        items = value
         if t is dict:
-            for k, v in value.items():
+            for k in value:
                 if type(k) is not str:
                     return 0
                 shape = max(shape, _plain_shape(k, seen, depth + 1))
-                if type(v) in _ATOMS:
-                    continue
-                found = _plain_shape(v, seen, depth + 1)
-                if not found:
-                    return 0
-                shape = max(shape, found)
-            return shape
-        for v in value:
+            items = value.values()
+        for v in items:
             if type(v) in _ATOMS:
                 continue
             found = _plain_shape(v, seen, depth + 1)

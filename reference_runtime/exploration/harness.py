@@ -192,10 +192,10 @@ class DurableHarness:
         """A callable making a fresh empty store of the configured kind."""
         return self._store_factory
 
-    def _recording(self, label: str) -> NewStore:
+    def _recording(self, label: str) -> Callable[[], RecordingStore]:
         """A store factory whose stores record what the run wrote and are kept for inspection as ``label``."""
 
-        def new() -> ActionStateStore:
+        def new() -> RecordingStore:
             store = RecordingStore(self._store_factory())
             self.kept_runs.append((label, store))
             del self.kept_runs[:-KEPT_RUNS]
@@ -283,9 +283,7 @@ class DurableHarness:
         injector = FaultInjector(list(selectors))
         self._plain_runs += 1
         crashes = f" crashing at {' then '.join(_selector_text(c) for c in selectors)}" if selectors else ""
-        store = RecordingStore(self._store_factory())
-        self.kept_runs.append((f"run {self._plain_runs}{crashes}", store))
-        del self.kept_runs[:-KEPT_RUNS]
+        store = self._recording(f"run {self._plain_runs}{crashes}")()
         if self._ledger is not None:
             self._ledger.new_run("the run")
         options = self._options(options)
