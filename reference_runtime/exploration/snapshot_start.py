@@ -269,7 +269,7 @@ class Reference:
             recorded: dict[Any, int] = {}
             for i, p in enumerate(self.trace):
                 if p.phase is after:
-                    recorded.setdefault(p[1:5], i)
+                    recorded.setdefault((*p[1:5], p[6]), i)  # the call id: key, seq, action, index, execution
             self._calls = (journal, recorded)
         return self._calls
 

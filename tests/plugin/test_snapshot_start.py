@@ -542,3 +542,18 @@ def test_a_violation_after_the_convergence_point_is_still_caught(monkeypatch: py
     assert outcomes is not None
     crashed_mid_action = [o for o in outcomes if o.point.call_index is not None]
     assert crashed_mid_action and all(o.duplicates == ["k/0/work"] for o in crashed_mid_action)
+
+
+def test_a_converged_check_finds_each_execution_s_recorded_calls() -> None:
+    """COST-7, IDN-9: the converged check looks up, by call id, where each call's record landed in the
+    crash-free run; the ids carry the action's execution, so every call of every round is found (a key
+    without the execution would find none, and a call re-run after its record would go unreported)."""
+    from reference_runtime.exploration import snapshot_start as snap
+
+    from ..runtime.test_executions import INPUTS
+    from ..runtime.tool_loop_agent import ToolLoop
+
+    ref = snap.record(ToolLoop, INPUTS, InMemoryStore, None, {})
+    where, recorded = ref.calls()
+    assert any(cid.execution > 1 for cid in where)
+    assert set(where) == set(recorded)
