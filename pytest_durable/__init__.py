@@ -32,6 +32,7 @@ _EXPORTS = {
     "Scenario": f"{_ENGINE}.scenario",
     "ScheduleSyntaxError": f"{_ENGINE}.scenario",
     "LearningFailed": f"{_ENGINE}.sweep",
+    "Shard": f"{_ENGINE}.sweep",
     "World": f"{_ENGINE}.world",
 }
 
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
     from reference_runtime.exploration.journal import JournalMismatch
     from reference_runtime.exploration.ledger import Effect, Ledger, LedgerError, LedgerRow
     from reference_runtime.exploration.scenario import Scenario, ScheduleSyntaxError
-    from reference_runtime.exploration.sweep import LearningFailed
+    from reference_runtime.exploration.sweep import LearningFailed, Shard
     from reference_runtime.exploration.world import World
     from reference_runtime.inspection import CallView, InspectError, StateView, inspect_store
 
@@ -72,6 +73,7 @@ __all__ = [
     "LedgerRow",
     "Scenario",
     "ScheduleSyntaxError",
+    "Shard",
     "StateView",
     "World",
     "inspect_store",

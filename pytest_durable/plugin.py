@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from reference_runtime.exploration.clock import FrozenClock
     from reference_runtime.exploration.harness import DurableHarness
     from reference_runtime.exploration.ledger import Ledger
+    from reference_runtime.exploration.sweep import Shard
     from reference_runtime.faults import CrashAt
     from reference_runtime.stores import StoreUrl
 
@@ -437,16 +438,23 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     from reference_runtime.exploration.sweep import MarkerError, sweep_params
 
     try:
-        params, ids = sweep_params(marker.args, dict(marker.kwargs), where)
+        params, ids = sweep_params(marker.args, dict(marker.kwargs), where, _xdist_workers(metafunc.config))
     except MarkerError as exc:
         pytest.fail(str(exc), pytrace=False)
     metafunc.parametrize("durable_point", params, ids=ids, indirect=True)
 
 
+def _xdist_workers(config: pytest.Config) -> int:
+    """How many xdist workers this session runs on (1 without xdist): ``shards="auto"``. Every worker
+    collects, and is told the same count, so all of them collect the same parts."""
+    workerinput: Any = getattr(config, "workerinput", None)
+    return int(workerinput.get("workercount", 1)) if isinstance(workerinput, dict) else 1
+
+
 @pytest.fixture
-def durable_point(request: pytest.FixtureRequest) -> CrashAt | None:
-    """The crash point of the current ``durable_sweep`` parametrization (None: the crash-free run or no
-    sweep)."""
+def durable_point(request: pytest.FixtureRequest) -> CrashAt | Shard | None:
+    """The crash point of the current ``durable_sweep`` parametrization, or with ``shards=`` the part of
+    the sweep (None: the crash-free run or no sweep)."""
     point: Any = getattr(request, "param", None)
     if point is None:
         return None
@@ -454,7 +462,7 @@ def durable_point(request: pytest.FixtureRequest) -> CrashAt | None:
 
     if isinstance(point, LearningFailed):
         pytest.fail(point.message, pytrace=False)
-    crash: CrashAt = point
+    crash: CrashAt | Shard = point
     return crash
 
 
@@ -470,7 +478,7 @@ def _journal_dir(config: pytest.Config, node_path: Path) -> Path:
 
 @pytest.fixture
 def durable(
-    request: pytest.FixtureRequest, durable_point: CrashAt | None, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest, durable_point: CrashAt | Shard | None, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[DurableHarness]:
     """Run an agent on the configured store: ``run``, ``crash``, ``sweep``, ``explore``,
     ``check_journal``, ``assert_deterministic``. See docs/plugin/reference.md."""

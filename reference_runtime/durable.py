@@ -507,12 +507,17 @@ class ActionExecution:
             and self._quiet
             and (retry is None or isinstance(retry, RetryPolicy))
         ):
-            record = records[index]
-            fid = durable_id if durable_id is not None else self._function_id(func)
-            payload = record.result_payload
-            if record.status is _SUCCEEDED and payload is not None and record.function_id == fid:
+            recorded_fid, recorded_digest, payload, _, status = records[index]
+            if durable_id is not None:
+                fid = durable_id
+            else:
+                try:
+                    fid = self._fids[func]
+                except (KeyError, TypeError):
+                    fid = self._function_id(func)
+            if status is _SUCCEEDED and payload is not None and recorded_fid == fid:
                 digest = args_digest(args, kwargs)
-                if record.args_digest == digest:
+                if recorded_digest == digest:
                     try:
                         value = self.codec.decode_result(payload)
                     except PayloadDecodeError:
@@ -527,7 +532,13 @@ class ActionExecution:
         elif index == len(records) and reconciler is None and retry is None and self._direct:
             # A new call with nothing watching its fault points: open_slot, run and finalize in one function
             # (benchmark P1: the durable call on the memory store).
-            fid = durable_id if durable_id is not None else self._function_id(func)
+            if durable_id is not None:
+                fid = durable_id
+            else:
+                try:
+                    fid = self._fids[func]
+                except (KeyError, TypeError):
+                    fid = self._function_id(func)
             digest = args_digest(args, kwargs)
             call = _new(CallContext, (_new(CallId, (*self._where, index, self.execution)), fid, digest, 1))
             error: Exception | None = None

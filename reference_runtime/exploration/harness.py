@@ -23,10 +23,12 @@ from .ledger import Ledger
 from .scenario import Scenario
 from .sweep import (
     NewStore,
+    Shard,
     capturing,
     check_runner_options,
     judge_on_recorded_values,
     learn,
+    marker_options,
     points_to_crash,
     run_scenario,
     sweep,
@@ -140,7 +142,7 @@ class DurableHarness:
         pinned: Sequence[Scenario] = (),
         seed: int = 0,
         max_examples: int = 100,
-        sweep: tuple[Sequence[Any], dict[str, Any], CrashAt | None] | None = None,
+        sweep: tuple[Sequence[Any], dict[str, Any], CrashAt | Shard | None] | None = None,
         re_execute: bool = False,
     ) -> None:
         self._store_factory = store_factory
@@ -271,7 +273,7 @@ class DurableHarness:
             agent = agent or marked
             inputs = marked_inputs if inputs is None else inputs
             if agent is marked and not crash_at:
-                return self._sweep_run(agent, inputs, {**self._sweep[1], **options})
+                return self._sweep_run(agent, inputs, {**marker_options(self._sweep[1]), **options})
         if agent is None or inputs is None:
             raise TypeError("durable.run() needs an agent class and inputs (outside a durable_sweep test)")
         return self._plain_run(agent, inputs, _selectors(crash_at), options)
@@ -308,6 +310,8 @@ class DurableHarness:
         point = self._sweep[2]
         if point is None:
             return self._plain_run(agent, inputs, [], options)
+        if isinstance(point, Shard):
+            return self._shard_run(agent, inputs, options, point)
         options = self._options(options)
         with capturing() as baseline_values:
             baseline, _ = learn(agent, inputs, self._recording("the crash-free run"), self._ledger, **options)
@@ -335,6 +339,32 @@ class DurableHarness:
                 _explain(self.outcome, self._ledger) + self._hint(self.outcome, agent, inputs, baseline, options)
             )
         return _with_records(result, self.kept_runs[-1][1])
+
+    def _shard_run(
+        self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], options: dict[str, Any], shard: Shard
+    ) -> DurableRun:
+        """One part of a ``durable_sweep(..., shards=n)`` test: the crash-free run the test's assertions read,
+        then the sweep of this part's points (PLG-29). Every scenario's outputs and memory are held against
+        the crash-free run's (REC-6), so the crash-free result stands for all of them."""
+        __tracebackhide__ = True  # a failure points at the test, not at the harness (PLG-24)
+        injector = FaultInjector()
+        self._plain_runs += 1
+        store = self._recording("the crash-free run")()
+        if self._ledger is not None:
+            self._ledger.new_run("the run")
+        merged = self._options(options)
+        let_time_pass(merged.get("clock"))
+        result = Runner(agent, store, injector=injector, **merged).run(inputs)
+        reached.crash_free(agent, injector.trace)
+        found = len(points_to_crash(injector.trace))
+        if found != shard.points:
+            raise AssertionError(
+                f"the crash-free run reached {found} fault points here but {shard.points} at collection: the "
+                f"agent takes a different path each run (nondeterministic?), so the {shard.count} parts of this "
+                "sweep would not cover every point once; sweep it in one test (durable.sweep) to see where"
+            )
+        self.sweep(agent, inputs, shard=(shard.index, shard.count), **options)
+        return _with_records(result, store)
 
     def _hint(
         self,
@@ -457,16 +487,18 @@ class DurableHarness:
         inputs: Sequence[tuple[str, Any]],
         *,
         re_execute: bool | None = None,
+        shard: tuple[int, int] | None = None,
         **options: Any,
     ) -> list[PointOutcome]:
         """Crash once at every fault point of the crash-free run; fail listing every violation.
 
         Scenarios start from snapshots of the crash-free run where that is equivalent (PLG-16, PLG-17);
-        ``re_execute=True`` (default: ``--durable-re-execute``) runs the agent up to every crash instead."""
+        ``re_execute=True`` (default: ``--durable-re-execute``) runs the agent up to every crash instead.
+        ``shard=(k, n)`` sweeps only the k-th (from 0) of n parts of the points (PLG-29)."""
         __tracebackhide__ = True  # a failure points at the test, not at the harness (PLG-24)
         options = self._options(options)
         forced = self.re_execute if re_execute is None else re_execute
-        outcomes = sweep(agent, inputs, self._store_factory, self._ledger, re_execute=forced, **options)
+        outcomes = sweep(agent, inputs, self._store_factory, self._ledger, re_execute=forced, shard=shard, **options)
         snapshots = sum(o.start == "snapshot" for o in outcomes)
         checked = self._ledger is not None and self._ledger.booked
         self._count(
@@ -481,12 +513,13 @@ class DurableHarness:
         verdict = Verdict(outcomes, effects_declared=checked)
         if not verdict.ok:
             bad = verdict.failing
+            part = f" (part {shard[0] + 1} of {shard[1]})" if shard is not None else ""
             baseline, _ = learn(agent, inputs, self._store_factory, None, **options)
             hint = self._hint(bad[0], agent, inputs, baseline, options)
             self._keep_failing(agent, inputs, bad[0].scenario, options)
             raise DurableInvariantError(
                 f"durable invariants violated at {len(bad)} of {len(outcomes)} fault "
-                "points:\n  " + "\n  ".join(verdict.violations) + hint
+                f"points{part}:\n  " + "\n  ".join(verdict.violations) + hint
             )
         return outcomes
 

@@ -35,18 +35,24 @@ if TYPE_CHECKING:
 __all__ = [
     "FORCED",
     "HARNESS_OWNED",
+    "MARKER_ONLY",
     "SAMPLED",
     "LearningFailed",
     "MarkerError",
     "NewStore",
     "Progress",
+    "Shard",
     "capturing",
     "check_runner_options",
+    "check_shard",
     "judge_on_recorded_values",
     "learn",
+    "marker_options",
+    "marker_shards",
     "points_to_crash",
     "run_scenario",
     "scenario_options",
+    "shard_points",
     "start_summary",
     "sweep",
     "sweep_marker",
@@ -135,6 +141,7 @@ def sweep(
     re_execute: bool = False,
     run: RunFunction | None = None,
     progress: Progress | None = None,
+    shard: tuple[int, int] | None = None,
     **options: Any,
 ) -> list[PointOutcome]:
     """Crash once at every point of the crash-free run, recover, check; a crash that does not fire where the
@@ -149,7 +156,13 @@ def sweep(
     results depend on earlier runs in the process.
 
     ``progress`` is called with (points done, points in all, crashes fired so far) once the points are known
-    and after every scenario (``durable sweep`` draws its progress line with it)."""
+    and after every scenario (``durable sweep`` draws its progress line with it).
+
+    ``shard=(k, n)`` runs the k-th (from 0) of n contiguous parts of the points, cut where the scenarios'
+    estimated costs are equal (:func:`shard_points`), so n processes together run every point once; each
+    runs the crash-free runs and the sampled points as a whole sweep does, and so decides alike (PLG-29)."""
+    if shard is not None:
+        check_shard(shard)
     with capturing() as ref_values:
         ref = snap.record(agent, inputs, store, ledger, options, run=run)
     ref.reason = snap.why_not(ref, store, ledger, run)
@@ -173,13 +186,20 @@ def sweep(
             done[sample] = verdict
         # Run either way, as the sample above: both paths run the agent equally often (PLG-16).
         _sample_convergence(ref, usable, ledger, options)
+    if shard is not None:
+        points = shard_points(ref, points, shard, re_execute)
     outcomes: list[PointOutcome] = []
     fired = 0
     if progress is not None:
         progress(0, len(points), 0)
     # Points with the same snapshot come one after another (a store only grows along the run): keep the
     # last recovery only, so a sweep holds one recovered result at a time, not one per store state.
-    shared: tuple[Any, snap.Recovery | None, dict[CallId, tuple[str, durable.Outcome]]] = (None, None, {})
+    shared: tuple[Any, snap.Recovery | None, FaultPoint | None, dict[CallId, tuple[str, durable.Outcome]]] = (
+        None,
+        None,
+        None,
+        {},
+    )
     for point in points:
         if point in done:
             outcomes.append(done[point])
@@ -192,22 +212,26 @@ def sweep(
         if reason is None:
             key = snap.recovery_key(ref, point)
             reuse = shared[1] if shared[0] == key else None
-            # From a snapshot, what was recorded before the crash is what the crash-free run recorded; a
-            # shared recovery ran its calls once, for the first of its points.
-            with capturing() as values:
-                values.update(_ran_before(ref, point, ref_values))
+            with capturing() as found:
                 result, injector, recovery = snap.start(
                     ref, point, scenario, ledger, scenario_options(scenario, options), reuse
                 )
-            values = shared[2] if reuse is not None else values
-            shared = (key, recovery, values)
+            if reuse is None:
+                shared = (key, recovery, point, found)
             if recovery.converged is not None:
                 # Converged on the crash-free run's state (COST-7): the rest of the run is the crash-free
                 # run's, so its outputs and memory cannot differ (REC-6) and there is nothing to re-judge.
                 outcome = snap.check_converged(ref, scenario, result, injector, recovery)
             else:
                 outcome = check(scenario, baseline, result, injector, ledger)
-                judge_on_recorded_values(outcome, agent, inputs, store, ledger, ref_values, values, options)
+                if _rec6(outcome):
+                    # From a snapshot, the calls before the crash ran first in the crash-free run; a shared
+                    # recovery ran its calls once, for the first of its points. Gathered only when judged:
+                    # the calls before a point are as many as the point is deep (P9b).
+                    first, ran = shared[2], shared[3]
+                    assert first is not None
+                    values = {**ran, **_ran_before(ref, first, ref_values)}
+                    judge_on_recorded_values(outcome, agent, inputs, store, ledger, ref_values, values, options)
         else:
             with capturing() as values:
                 result, injector = run_scenario(agent, inputs, store, scenario, ledger, run=run, **options)
@@ -277,6 +301,56 @@ def capturing() -> Iterator[dict[CallId, tuple[str, durable.Outcome]]]:
         yield found
     finally:
         durable.captured = None
+
+
+def check_shard(shard: Any) -> None:
+    """Refuse a ``shard`` that is not a pair ``(k, n)`` of ints with 0 <= k < n."""
+    ok = (
+        isinstance(shard, tuple) and len(shard) == 2 and all(type(v) is int for v in shard) and 0 <= shard[0] < shard[1]
+    )
+    if not ok:
+        raise ValueError(
+            f"shard must be a pair (k, n) of ints with 0 <= k < n, e.g. (0, 2) for the first of two; got {shard!r}"
+        )
+
+
+def shard_points(
+    ref: snap.Reference, points: Sequence[FaultPoint], shard: tuple[int, int], re_execute: bool = False
+) -> list[FaultPoint]:
+    """The k-th of n contiguous parts of ``points`` (``shard=(k, n)``), cut so that the parts cost about the
+    same: a scenario started from a snapshot costs the calls its recovery replays (its call index), and only
+    the first of the points that share a recovery (COST-4) pays for it; a re-executed one costs a whole run.
+    A cut never separates points that share a recovery. The same points and crash-free run give the same
+    parts in every process (PLG-29)."""
+    k, n = shard
+    weights: list[int] = []
+    starts: list[bool] = []
+    previous: Any = object()
+    for p in points:
+        if not re_execute and ref.usable(p) is None:
+            key = snap.recovery_key(ref, p)
+            first = key != previous
+            previous = key
+            weights.append(1 + (p.call_index or 0) if first else 1)
+        else:
+            previous = object()
+            first = True
+            weights.append(1 + len(ref.trace))
+        starts.append(first)
+    total = sum(weights)
+    cuts = [0]
+    done = 0
+    for i, w in enumerate(weights):
+        # Cut before point i once the parts so far hold their share, at a point that starts a recovery.
+        if len(cuts) < n and starts[i] and done * n >= total * len(cuts):
+            cuts.append(i)
+        done += w
+    cuts += [len(points)] * (n + 1 - len(cuts))
+    return list(points[cuts[k] : cuts[k + 1]])
+
+
+def _rec6(outcome: PointOutcome) -> bool:
+    return any(v.startswith("REC-6") for v in outcome.violations)
 
 
 def _ran_before(
@@ -397,6 +471,44 @@ def start_summary(outcomes: Sequence[PointOutcome]) -> list[str]:
 
 
 @dataclass(frozen=True)
+class Shard:
+    """The parameter of one part of a ``durable_sweep(..., shards=n)`` test: part ``index`` (from 0) of
+    ``count``, of a crash-free run that reached ``points`` distinct fault points at collection (PLG-29)."""
+
+    index: int
+    count: int
+    points: int
+
+    def describe(self) -> str:
+        return f"part {self.index + 1} of {self.count} ({self.points} fault points in all)"
+
+
+#: Keyword arguments of ``durable_sweep`` that are the marker's own, not runner options.
+MARKER_ONLY = ("shards",)
+
+
+def marker_options(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A ``durable_sweep`` marker's keyword arguments without its own (:data:`MARKER_ONLY`): the runner's."""
+    return {k: v for k, v in kwargs.items() if k not in MARKER_ONLY}
+
+
+def marker_shards(kwargs: dict[str, Any], where: str, workers: int) -> int | None:
+    """The ``shards=`` of a ``durable_sweep`` marker: None (a test per fault point), an int >= 1, or
+    ``"auto"``, which is ``workers`` (the xdist workers of the session, 1 without xdist)."""
+    if "shards" not in kwargs:
+        return None
+    shards = kwargs["shards"]
+    if shards == "auto":
+        return max(1, workers)
+    if type(shards) is not int or shards < 1:
+        raise MarkerError(
+            f'{where}: durable_sweep\'s shards= must be an int >= 1 or "auto" (one part per xdist worker), '
+            f"got {shards!r}"
+        )
+    return shards
+
+
+@dataclass(frozen=True)
 class LearningFailed:
     """The parameter of a ``durable_sweep`` test whose agent failed while its fault points were learnt."""
 
@@ -459,23 +571,29 @@ def sweep_marker(args: Sequence[Any], kwargs: dict[str, Any], where: str) -> tup
             f"{where}: durable_sweep's inputs must be a non-empty list of (key, input) pairs, "
             f"got {inputs!r:.80}; {usage}"
         )
-    check_runner_options(kwargs, f"{where}: durable_sweep")
+    check_runner_options(marker_options(kwargs), f"{where}: durable_sweep")
     return agent, [(str(k), v) for k, v in pairs]
 
 
-def sweep_params(args: Sequence[Any], kwargs: dict[str, Any], where: str) -> tuple[list[Any], list[str]]:
+def sweep_params(
+    args: Sequence[Any], kwargs: dict[str, Any], where: str, workers: int = 1
+) -> tuple[list[Any], list[str]]:
     """Parameters and ids for a ``durable_sweep(agent, inputs, **options)`` marker: the crash-free run
     (``crash=none``) then one selector per fault point it reaches (``crash=call3:after-effect``; narrowed
     with ``?key=…&seq=…`` only where the short label is ambiguous). Learned on the memory store and a
     virtual clock, at collection, in a canonical order so that every xdist worker collects the same ids.
+    With ``shards=n`` (``"auto"``: ``workers``), the crash-free run then n :class:`Shard` parts
+    (``shard=1/n`` …), each sweeping its part of the points in one test (PLG-29).
     If the agent fails, the one parameter is a :class:`LearningFailed` that fails its test with the reason."""
     from reference_runtime.clock import VirtualClock
     from reference_runtime.stores.memory import InMemoryStore
 
     agent, inputs = sweep_marker(args, kwargs, where)
+    shards = marker_shards(kwargs, where, workers)
+    options = marker_options(kwargs)
     try:
         # On a virtual clock: retry backoff and batch deadlines must not make collection wait (PLG-11).
-        _, points = learn(agent, inputs, InMemoryStore, None, **{**kwargs, "clock": VirtualClock()})
+        _, points = learn(agent, inputs, InMemoryStore, None, **{**options, "clock": VirtualClock()})
     except Exception as exc:
         # One test that errors with the reason, rather than a traceback that stops the session (PLG-12).
         name = getattr(agent, "__qualname__", type(agent).__qualname__)
@@ -486,6 +604,12 @@ def sweep_params(args: Sequence[Any], kwargs: dict[str, Any], where: str) -> tup
                 f"{type(exc).__name__}: {exc}"
             )
         ], ["crash=none"]
+    if shards is not None:
+        count = len(points_to_crash(points))
+        return [None, *(Shard(k, shards, count) for k in range(shards))], [
+            "crash=none",
+            *(f"shard={k + 1}/{shards}" for k in range(shards)),
+        ]
     order = list(Phase)
     # Per input: its calls in order, then its action phases; run-level points (checkpoints) last.
     unique = sorted(

@@ -1,0 +1,172 @@
+"""One sweep split into parts that together are the whole sweep (PLG-29): the engine's ``shard=(k, n)``,
+``durable.sweep(shard=...)`` and ``durable_sweep(..., shards=n)`` over xdist workers."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_durable.sweep import PointOutcome, Shard, shard_points, sweep
+from reference_runtime.exploration import snapshot_start as snap
+from reference_runtime.stores.memory import InMemoryStore
+
+from . import test_snapshot_start as differential
+from .test_snapshot_start import CASES, ROOT, Many, _observed, _setup, _wall_clock_masked
+
+pytest_plugins = ["pytester"]
+
+
+def _parts(name: str, n: int, re_execute: bool) -> list[PointOutcome]:
+    case = CASES[name]
+    outcomes: list[PointOutcome] = []
+    for k in range(n):
+        with _setup(case) as (ledger, options):
+            part = sweep(case.agent, case.inputs, case.store, ledger, re_execute=re_execute, shard=(k, n), **options)
+        outcomes += part
+    return outcomes
+
+
+def _whole(name: str, re_execute: bool) -> tuple[list[PointOutcome], str]:
+    case = CASES[name]
+    with _setup(case) as (ledger, options):
+        outcomes = sweep(case.agent, case.inputs, case.store, ledger, re_execute=re_execute, **options)
+    return outcomes, _wall_clock_masked(repr(_observed(outcomes, ledger)))
+
+
+# Agents that raise out of the sweep have no outcomes to split (the strict random one raises or not by the
+# random draw it gets, which a part draws at another place in the sequence); every other case is split.
+SPLIT = [name for name in CASES if name not in ("fails-always", "strict-nondeterministic-fails-after-crash")]
+#: Agents whose runs depend on the runs before them in the process (a seeded random sequence, a counter, a
+#: clock that moves on with every run, PLG-13): a part runs fewer scenarios before a point than the whole
+#: sweep, so what these read differs, as between any two sweeps; the parts still cover every point once.
+HISTORY = {
+    "tutorial-buggy",
+    "chat-and-tools",
+    "random-result",
+    "counts-mod-four",
+    "random-argument",
+    "counts-across-runs",
+}
+
+
+@pytest.mark.parametrize("re_execute", [False, True], ids=["snapshots", "re-executed"])
+@pytest.mark.parametrize("name", SPLIT)
+def test_the_parts_of_a_sweep_are_the_whole_sweep(name: str, re_execute: bool) -> None:
+    """PLG-29: for every agent of the snapshot differential test, the parts of n = 1, 2 and 3 shards, in
+    order, hold the whole sweep's points once each with the same starts; for every agent whose runs do not
+    depend on earlier runs in the process, the same outcomes too: violations (messages included),
+    outputs, memory, journals and the verdict."""
+    whole, seen = _whole(name, re_execute)
+    case = CASES[name]
+    for n in (1, 2, 3):
+        parts = _parts(name, n, re_execute)
+        assert [o.point for o in parts] == [o.point for o in whole]
+        assert [(o.start, o.start_reason) for o in parts] == [(o.start, o.start_reason) for o in whole]
+        if name in HISTORY:
+            continue
+        ledger = differential.Ledger() if case.effects is not None else None
+        assert _wall_clock_masked(repr(_observed(parts, ledger))) == seen
+
+
+def test_the_parts_cost_about_the_same_and_never_split_a_shared_recovery() -> None:
+    """PLG-29: a long single action's points are cut where the replayed calls balance, not in halves of
+    the points (the late points replay more), and every cut falls where a new recovery starts (COST-4)."""
+    ref = snap.record(Many, [("k", 200)], InMemoryStore, None, {})
+    snap.prepare(ref, None)
+    from pytest_durable.sweep import points_to_crash
+
+    points = points_to_crash(ref.trace)
+    first, second = (shard_points(ref, points, (k, 2)) for k in range(2))
+    assert first + second == points
+    # Replays grow with the call index: the first part holds more, cheaper points.
+    assert len(first) > len(second)
+    replayed = [sum(p.call_index or 0 for p in part) for part in (first, second)]
+    assert abs(replayed[0] - replayed[1]) < 0.1 * sum(replayed)
+    assert snap.recovery_key(ref, second[0]) != snap.recovery_key(ref, first[-1])
+    assert shard_points(ref, points, (0, 1)) == points
+    many = [shard_points(ref, points, (k, len(points) + 5)) for k in range(len(points) + 5)]
+    assert [p for part in many for p in part] == points
+
+
+@pytest.mark.parametrize("bad", [(2, 2), (-1, 2), (0, 0), (0,), [0, 2], (0.0, 2), "0/2"])
+def test_a_bad_shard_is_one_value_error_naming_the_form(bad: object) -> None:
+    with pytest.raises(ValueError, match=r"shard must be a pair \(k, n\) of ints with 0 <= k < n"):
+        sweep(Many, [("k", 2)], InMemoryStore, shard=bad)  # type: ignore[arg-type]
+
+
+LONG = """
+import pytest
+from benchmarks.p9_sweep import Many
+from pytest_durable import Shard
+
+@pytest.mark.durable_sweep(Many, [("k", 40)], shards="auto")
+def test_long(durable, durable_point):
+    result = durable.run()
+    assert result.outputs == {"k": [sum(2 * i for i in range(40))]}
+    assert durable_point is None or isinstance(durable_point, Shard)
+"""
+
+BROKEN = """
+import pytest
+from reference_runtime import Agent, Event, InputEvent, OutputEvent, RunnerContext, action
+
+SENT = []
+
+def charge(n):
+    return n
+
+class Charges(Agent):
+    @action(InputEvent)
+    @staticmethod
+    def handle(event: Event, ctx: RunnerContext) -> None:
+        total = 0
+        for i in range(event.attributes["input"]):
+            total += ctx.durable_execute(charge, i)
+        SENT.append(total)  # an effect outside any durable call, counted into the output
+        ctx.send_event(OutputEvent(len(SENT)))
+
+@pytest.mark.durable_sweep(Charges, [("k", 6)], shards=2)
+def test_charges(durable):
+    durable.run()
+"""
+
+
+def test_shards_marker_runs_one_test_per_part_under_xdist(pytester: pytest.Pytester) -> None:
+    """PLG-29: ``shards="auto"`` under ``-n 2`` collects ``crash=none`` and two parts, which pass; run
+    without xdist it is one part."""
+    pytester.makepyfile(test_long=LONG)
+    pytester.syspathinsert(str(ROOT))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "-n", "2", "-v")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*PASSED*test_long?shard=1/2?*"])
+    result.stdout.fnmatch_lines(["*PASSED*test_long?shard=2/2?*"])
+    alone = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:xdist", "-v")
+    alone.assert_outcomes(passed=2)
+    alone.stdout.fnmatch_lines(["*test_long?shard=1/1?*PASSED*"])
+
+
+def test_a_part_fails_listing_its_violations(pytester: pytest.Pytester) -> None:
+    """PLG-29: a part reports the violations at its points, naming the part; the crash-free test passes."""
+    pytester.makepyfile(test_broken=BROKEN)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "-v")
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(["*durable invariants violated at * fault points (part 1 of 2)*", "*REC-6*"])
+
+
+@pytest.mark.parametrize("shards", ["0", "-1", "2.0", "'two'", "True"])
+def test_a_bad_shards_value_is_a_one_line_collection_error(pytester: pytest.Pytester, shards: str) -> None:
+    pytester.makepyfile(test_bad=LONG.replace('shards="auto"', f"shards={shards}"))
+    pytester.syspathinsert(str(ROOT))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(['*durable_sweep\'s shards= must be an int >= 1 or "auto"*'])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_a_part_whose_crash_free_run_changed_says_so() -> None:
+    """PLG-29: a part whose crash-free run reaches another number of points than at collection fails
+    saying why, instead of sweeping a set of points other parts may also hold."""
+    from reference_runtime.exploration.harness import DurableHarness
+
+    harness = DurableHarness(InMemoryStore, "memory:", sweep=((Many, [("k", 3)]), {}, Shard(0, 2, 99)))
+    with pytest.raises(AssertionError, match="reached 12 fault points here but 99 at collection"):
+        harness.run()
