@@ -89,6 +89,11 @@ def current_call() -> CallContext:
 #: values a crash run recorded and is the reference REC-6 is judged against (PLG-25).
 captured: dict[CallId, tuple[str, Outcome]] | None = None
 replayed: dict[CallId, Outcome] | None = None
+#: ``templates`` gives, for an action execution's (key, seq, action, execution, failovers), the journal entry a
+#: replay of each call index makes, or None: a sweep replays the same recorded calls in every recovery, and
+#: sharing one entry per call instead of a new one per replay keeps what a long sweep holds linear (P9b). An
+#: entry is used only where it is the one the replay would make (same function id and digest, status ok).
+templates: Callable[[tuple[str, int, str, int, int]], Sequence[JournalEntry | None] | None] | None = None
 
 
 class JournalEntry(NamedTuple):
@@ -181,6 +186,7 @@ class ActionExecution:
         self._reach = self.injector.recorder() if self.injector is not None else None
         self._bound = bool(getattr(self.codec, "binds_records", False))
         self._captured, self._replayed = captured, replayed
+        self._template = templates((*self._where, self.execution, self.failovers)) if templates is not None else None
         # Replays take the fused path of ``execute`` unless their before-call points are watched: an injector
         # may say it ignores them (``unwatched_replays``, the convergence watch of a sweep, spec COST-7).
         self._fids: dict[Any, str] = {}
@@ -523,10 +529,12 @@ class ActionExecution:
                     except PayloadDecodeError:
                         pass  # open_slot raises it with the call's location
                     else:
-                        call_id = _new(CallId, (*self._where, index, self.execution))
-                        self.journal.append(
-                            _new(JournalEntry, (call_id, fid, digest, "ok", "replayed", self.failovers))
-                        )
+                        template = self._template
+                        entry = template[index] if template is not None and index < len(template) else None
+                        if entry is None or entry[1] != fid or entry[2] != digest:
+                            call_id = _new(CallId, (*self._where, index, self.execution))
+                            entry = _new(JournalEntry, (call_id, fid, digest, "ok", "replayed", self.failovers))
+                        self.journal.append(entry)
                         self.index = index + 1
                         return value
         elif index == len(records) and reconciler is None and retry is None and self._direct:

@@ -18,12 +18,13 @@ ways; otherwise the sweep re-executes, and says why.
 
 from __future__ import annotations
 
+import itertools
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
-from reference_runtime import Agent, FaultInjector, FaultPoint, Phase, Runner, RunResult, observe
+from reference_runtime import Agent, FaultInjector, FaultPoint, Phase, Runner, RunResult, durable, observe
 from reference_runtime.clock import let_time_pass
 from reference_runtime.records import ActionState, CallResult, StateRef
 from reference_runtime.stores.base import ActionStateStore
@@ -261,6 +262,9 @@ class Reference:
     _calls: tuple[dict[Any, int], dict[Any, int]] | None = None
     #: The last converged recovery checked, with the journal entries it executed itself.
     _ran: tuple[Any, list[Any]] | None = None
+    #: :meth:`template`'s cache, and the crash-free run's ok entries by execution and call index.
+    _templates: dict[tuple[str, int, str, int, int], list[Any] | None] = field(default_factory=dict)
+    _executions: dict[tuple[str, int, str, int], dict[int, Any]] | None = None
 
     def calls(self) -> tuple[dict[Any, int], dict[Any, int]]:
         if self._calls is None:
@@ -272,6 +276,27 @@ class Reference:
                     recorded.setdefault((*p[1:5], p[6]), i)  # the call id: key, seq, action, index, execution
             self._calls = (journal, recorded)
         return self._calls
+
+    def template(self, where: tuple[str, int, str, int, int]) -> list[Any] | None:
+        """The journal entries a recovery's replays of one action execution make, by call index
+        (``durable.templates``): the crash-free run's ok entries of (key, seq, action, execution), marked
+        replayed after ``failovers`` failovers; built once per execution and failover count."""
+        found = self._templates.get(where)
+        if found is None and where not in self._templates:
+            if self._executions is None:
+                self._executions = {}
+                for e in self.result.journal:
+                    if e.source == "executed" and e.outcome == "ok":
+                        c = e.call_id
+                        ran = self._executions.setdefault((c.key, c.seq, c.action, c.execution), {})
+                        ran.setdefault(c.call_index, e)
+            calls = self._executions.get(where[:4])
+            if calls:
+                found = [None] * (max(calls) + 1)
+                for i, e in calls.items():
+                    found[i] = e._replace(source="replayed", attempt=where[4])
+            self._templates[where] = found
+        return found
 
     def stamped(self, failovers: int) -> list[Any]:
         """The crash-free journal's entries as a recovery after ``failovers`` failovers journals them."""
@@ -427,6 +452,71 @@ def differs(a: Reference, b: Reference) -> str | None:
     return None
 
 
+class Joined(Sequence[Any]):
+    """Read-only journal made of parts of other lists, kept as (list, start, stop) without copying: a sweep
+    keeps every point's result, and the crash-free run's entries that a converged or shared recovery's
+    journal repeats would otherwise be copied once per point, quadratic in a long agent (P9b)."""
+
+    __slots__ = ("_len", "_parts")
+
+    def __init__(self, *parts: tuple[Sequence[Any], int, int]) -> None:
+        self._parts = [(seq, start, stop) for seq, start, stop in parts if stop > start]
+        self._len = sum(stop - start for _, start, stop in self._parts)
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __iter__(self) -> Iterator[Any]:
+        for seq, start, stop in self._parts:
+            yield from itertools.islice(seq, start, stop)
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Any]: ...
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._len)
+            if step != 1:
+                return list(self)[index]
+            out: list[Any] = []
+            for seq, first, last in self._parts:  # each part's share of the range, sliced where it lives
+                size = last - first
+                if stop > 0 and start < size:
+                    out += seq[first + max(start, 0) : first + min(stop, size)]
+                start, stop = start - size, stop - size
+            return out
+        if index < 0:
+            index += self._len
+        if not 0 <= index < self._len:
+            raise IndexError("journal index out of range")
+        for seq, start, stop in self._parts:
+            if index < stop - start:
+                return seq[start + index]
+            index -= stop - start
+        raise IndexError("journal index out of range")  # not reached: the length bounds the parts
+
+    def after(self, n: int) -> Joined:
+        """The entries from index ``n`` on, as parts of the same lists."""
+        parts = []
+        for seq, start, stop in self._parts:
+            size = stop - start
+            if n < size:
+                parts.append((seq, start + max(n, 0), stop))
+            n -= size
+        return Joined(*parts)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
+            return len(other) == self._len and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to lists, which are unhashable
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+
 class Recovery(NamedTuple):
     """The recovery run of a scenario started from a snapshot, kept for the points whose snapshots hold
     the same store, clock and so the same recovery."""
@@ -496,10 +586,11 @@ def start(
     trace = ref.trace[: mark.trace + 1]
     crash = trace[-1]
     reached.crashed(ref.agent, [crash])  # crash coverage (COV-2)
-    journal = ref.result.journal[: ref.journaled[mark.trace]]
+    # The crash-free run's entries made before the failover: up to the point, then the tail.
+    prefix = [(ref.result.journal, 0, ref.journaled[mark.trace])]
     if tail is not None:
         trace += ref.trace[tail[0] + 1 : tail[1]]
-        journal = [*journal, *ref.result.journal[ref.journaled[tail[0]] : ref.journaled[tail[1]]]]
+        prefix.append((ref.result.journal, ref.journaled[tail[0]], ref.journaled[tail[1]]))
     if shared is not None:
         let_time_pass(clock)  # the failover's
         if virtual:
@@ -510,7 +601,7 @@ def start(
         result = RunResult(
             emitted=r.emitted,
             memory=r.memory,
-            journal=[*journal, *shared.journal],
+            journal=Joined(*prefix, (shared.journal, 0, len(shared.journal))),
             failovers=r.failovers,
             crashes=[crash],
         )
@@ -530,6 +621,7 @@ def start(
     runner = Runner(ref.agent, store, injector=injector if trace_recovery or watch else None, **options)
     if isinstance(injector, _Converge):
         injector.runner = runner
+    journal = [e for seq, start, stop in prefix for e in itertools.islice(seq, start, stop)]
     runner.journal.extend(journal)
     runner.crashes.append(crash)
     runner.fail_over()
@@ -538,15 +630,18 @@ def start(
     now_before = clock.now() if virtual else None
     ledger_before = ledger.position() if ledger is not None else (0, 0)
     own = None
+    durable.templates = ref.template
     try:
         result = runner.run(ref.inputs)
     except _Converged as stop:
         own = len(runner.journal) - len(journal)
         result = _splice(ref, runner, injector, stop.mark, clock if virtual else None)
+    finally:
+        durable.templates = None
     recovery = Recovery(
         result,
         injector.trace[len(trace) :],
-        result.journal[len(journal) :],
+        result.journal.after(len(journal)) if isinstance(result.journal, Joined) else result.journal[len(journal) :],
         ledger.run if ledger is not None else 0,
         (ledger_before, ledger.position() if ledger is not None else (0, 0)),
         list(sleeps[sleeps_before:]) if sleeps is not None else [],
@@ -637,7 +732,8 @@ def _splice(ref: Reference, runner: Runner, injector: FaultInjector, mark: Mark,
     if clock is not None:
         sleeps = list(getattr(clock, "sleeps", [])[mark.sleeps : ref.end_sleeps])
         _move_clock(clock, sleeps, (ref.end_now or 0.0) - (mark.now or 0.0))
-    journal = [*runner.journal, *ref.stamped(runner.failovers)[ref.journaled[mark.trace] :]]
+    stamped = ref.stamped(runner.failovers)
+    journal = Joined((runner.journal, 0, len(runner.journal)), (stamped, ref.journaled[mark.trace], len(stamped)))
     return RunResult(
         emitted=[*emitted, *base.emitted[done:]],
         memory=base.memory,
