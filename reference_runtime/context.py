@@ -123,7 +123,7 @@ class RunnerContext:
             check_arguments(func, args, kwargs, reconciler)
             return execute_two_phase(self._execution, cast(TwoPhaseCommit, func), durable_id, retry=retry)
         call: Callable[..., Any] = func  # type: ignore[assignment]  # not a TwoPhaseCommit (is_two_phase above)
-        return self._execution.execute(call, args, kwargs, reconciler=reconciler, durable_id=durable_id, retry=retry)
+        return self._execution.execute(call, args, kwargs, reconciler, durable_id, retry)
 
     def durable_call(
         self,

@@ -497,12 +497,12 @@ class ActionExecution:
         func: Callable[..., Any],
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
-        *,
         reconciler: Callable[[], Any] | None = None,
         durable_id: str | None = None,
         retry: RetryPolicy | None = None,
     ) -> Any:
-        """``durable_execute``: the work runs on this thread (DE-15)."""
+        """``durable_execute``: the work runs on this thread (DE-15). The options may come by position: the
+        context passes them so on every durable call (keyword matching is 4 % of one, benchmark P1a)."""
         index = self.index
         records = self.state.call_results
         # A recorded success replays here, the slot lifecycle's replay branch in one function: a recovery
