@@ -15,6 +15,7 @@ import contextlib
 import functools
 import gc
 import inspect
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -174,12 +175,23 @@ def _fewer_full_collections() -> Iterator[None]:
     the thresholds after. A sweep keeps every point's outcome and allocates a journal entry per replayed
     call, and each full collection walks all it keeps: 30 % of a 2 000-call agent's sweep (benchmark P9b),
     which no generation-0 or -1 setting changed. Younger garbage is collected as before."""
-    thresholds = gc.get_threshold()
-    gc.set_threshold(thresholds[0], thresholds[1], thresholds[2] * 100)
+    with _GC_LOCK:  # sweeps in several threads: the first in raises the threshold, the last out restores it
+        _GC_SWEEPS[0] += 1
+        if _GC_SWEEPS[0] == 1:
+            _GC_SWEEPS[1:] = gc.get_threshold()
+            gc.set_threshold(_GC_SWEEPS[1], _GC_SWEEPS[2], _GC_SWEEPS[3] * 100)
     try:
         yield
     finally:
-        gc.set_threshold(*thresholds)
+        with _GC_LOCK:
+            _GC_SWEEPS[0] -= 1
+            if _GC_SWEEPS[0] == 0:
+                gc.set_threshold(*_GC_SWEEPS[1:])
+
+
+#: Sweeps running now, then the collector's thresholds from before the first of them.
+_GC_SWEEPS = [0, 0, 0, 0]
+_GC_LOCK = threading.Lock()
 
 
 def _sweep(

@@ -187,3 +187,36 @@ def test_a_long_sweep_shares_the_crash_free_journal_instead_of_copying_it() -> N
     replayed = [[e for e in o.result.journal if e.source == "replayed"] for o in late[:2]]
     assert len(replayed[0]) >= 30 and replayed[0][:30] == replayed[1][:30]
     assert all(a is b for a, b in zip(replayed[0][:30], replayed[1][:30], strict=True))
+
+
+def test_a_sweep_collects_its_oldest_generation_less_often_and_restores_the_thresholds() -> None:
+    """P9b: during a sweep the collector's oldest generation runs 100 times less often (its full collections
+    walked everything the sweep keeps); the thresholds are back as they were after it, even when it raised."""
+    import gc
+
+    from reference_runtime import Agent, Event, InputEvent, OutputEvent, RunnerContext, action
+
+    seen: list[tuple[int, int, int]] = []
+
+    fail = []
+
+    def look() -> int:
+        seen.append(gc.get_threshold())
+        if fail:
+            raise RuntimeError("down")
+        return 1
+
+    class Looks(Agent):
+        @action(InputEvent)
+        @staticmethod
+        def handle(event: Event, ctx: RunnerContext) -> None:
+            ctx.send_event(OutputEvent(ctx.durable_execute(look)))  # raises out of the action when it fails
+
+    before = gc.get_threshold()
+    sweep(Looks, [("k", 1)], InMemoryStore)
+    assert gc.get_threshold() == before
+    assert seen and all(t == (before[0], before[1], before[2] * 100) for t in seen)
+    fail.append(True)
+    with pytest.raises(Exception, match="down"):
+        sweep(Looks, [("k", 1)], InMemoryStore)
+    assert gc.get_threshold() == before
