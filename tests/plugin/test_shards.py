@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pytest_durable.sweep import PointOutcome, Shard, shard_points, sweep
 from reference_runtime.exploration import snapshot_start as snap
@@ -95,6 +97,8 @@ def test_a_bad_shard_is_one_value_error_naming_the_form(bad: object) -> None:
 
 LONG = """
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from benchmarks.p9_sweep import Many
 from pytest_durable import Shard
 
@@ -107,6 +111,8 @@ def test_long(durable, durable_point):
 
 BROKEN = """
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from reference_runtime import Agent, Event, InputEvent, OutputEvent, RunnerContext, action
 
 SENT = []
@@ -220,3 +226,37 @@ def test_a_sweep_collects_its_oldest_generation_less_often_and_restores_the_thre
     with pytest.raises(Exception, match="down"):
         sweep(Looks, [("k", 1)], InMemoryStore)
     assert gc.get_threshold() == before
+
+
+_PARTS = st.lists(
+    st.lists(st.integers(0, 9), max_size=6).flatmap(
+        lambda xs: st.tuples(st.just(xs), st.integers(0, len(xs))).flatmap(
+            lambda t: st.tuples(st.just(t[0]), st.just(t[1]), st.integers(t[1], len(t[0])))
+        )
+    ),
+    max_size=4,
+)
+
+
+@given(parts=_PARTS, nest=st.booleans(), start=st.integers(-8, 8), stop=st.integers(-8, 8), n=st.integers(0, 9))
+def test_a_joined_journal_reads_as_the_list_of_its_parts(
+    parts: list[tuple[list[int], int, int]], nest: bool, start: int, stop: int, n: int
+) -> None:
+    """The read-only journal a converged or shared scenario keeps (P9b) is, to every reader, the list its
+    parts make: length, iteration, indexing, slicing, equality, ``after``; nested too (a shared recovery's
+    journal joined again)."""
+    from reference_runtime.exploration.snapshot_start import Joined
+
+    joined = Joined(*parts)
+    want = [x for seq, a, b in parts for x in seq[a:b]]
+    if nest:
+        joined = Joined((joined, 0, len(joined)), ([7, 8], 0, 2))
+        want += [7, 8]
+    assert len(joined) == len(want) and list(joined) == want and joined == want and want == joined
+    assert joined[start:stop] == want[start:stop]
+    assert list(joined.after(n)) == want[n:]
+    for i in range(-len(want), len(want)):
+        assert joined[i] == want[i]
+    with pytest.raises(IndexError):
+        joined[len(want)]
+    assert repr(joined) == repr(want)
