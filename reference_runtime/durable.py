@@ -89,6 +89,9 @@ def current_call() -> CallContext:
 #: values a crash run recorded and is the reference REC-6 is judged against (PLG-25).
 captured: dict[CallId, tuple[str, Outcome]] | None = None
 replayed: dict[CallId, Outcome] | None = None
+#: Set by a sweep around its crash-free runs only (``exploration.snapshot_start.record``), read on every async
+#: call: counts the calls whose work is in flight at once (:class:`InFlight`); None counts nothing.
+in_flight: InFlight | None = None
 
 
 class JournalEntry(NamedTuple):
@@ -418,6 +421,19 @@ class ActionExecution:
     async def run_async(self, slot: Slot) -> Outcome:
         """:meth:`run` off the runner's thread: on the async pool, or, for a coroutine function, awaited
         in the action's own task (backoff sleeps then go to the pool, so the event loop never blocks)."""
+        watch = in_flight
+        if watch is None:
+            return await self._run_async(slot)
+        # Counted on the event loop's thread, where every slot's coroutine runs: no lock needed.
+        if watch.now and watch.overlapped is None:
+            watch.overlapped = slot[0].call_id
+        watch.now += 1
+        try:
+            return await self._run_async(slot)
+        finally:
+            watch.now -= 1
+
+    async def _run_async(self, slot: Slot) -> Outcome:
         func = slot[3]
         if not inspect.iscoroutinefunction(func):
             loop = asyncio.get_running_loop()
@@ -589,6 +605,19 @@ class ActionExecution:
         slot = self.open_slot(self.index, func, args, kwargs, reconciler, durable_id, retry)
         recorded = slot[2]
         return self.finalize(slot, await self.run_async(slot) if recorded is None else recorded, True)
+
+
+class InFlight:
+    """Counts the durable calls whose work is in flight off the action's code at once (:meth:`ActionExecution.
+    run_async`) while a sweep records its crash-free run, and keeps the first call that started while another
+    was in flight: which of the two finishes first, and so what the store holds at a crash, then depends on
+    thread timing, and no snapshot stands for the crash (spec PLG-17)."""
+
+    __slots__ = ("now", "overlapped")
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.overlapped: CallId | None = None
 
 
 class DurableAwaitable(Awaitable[Any]):
