@@ -205,10 +205,17 @@ class SnapshotInjector(FaultInjector):
         #: The mark of every point reached, by trace index.
         self.by_index: list[Mark] = []
         self._sleeps: list[float] | None = getattr(clock, "sleeps", None) if _virtual(clock) else None
+        #: An async agent's count of durable calls in flight (set by :func:`record`), and the first point
+        #: reached while one was: something else ran while the call's work did (:func:`timing`).
+        self.in_flight: durable.InFlight | None = None
+        self.busy: FaultPoint | None = None
 
     def reach(self, point: FaultPoint) -> None:
         trace = self.trace
         trace.append(point)
+        watch = self.in_flight
+        if watch is not None and watch.now and self.busy is None:
+            self.busy = point
         mark = Mark(
             len(trace) - 1,
             self.log.position(),
@@ -336,11 +343,11 @@ def timing(ref: Reference) -> str | None:
     gathered calls). Whichever finishes first writes first, so the run up to a point, and a crash's store,
     differ from run to run, and a crash of one key lets another key's ready task run on until it is
     cancelled. With one key per checkpoint segment there is one task, and with never two calls in flight at
-    once (counted by :class:`~reference_runtime.durable.InFlight` during the crash-free runs) the loop only
-    waits while a call runs: every write and fault point comes in the action's own order, as in a synchronous
-    agent, and a crash stops nothing in flight. An agent that overlaps its calls only in some runs differs
-    between the two crash-free runs or at the sampled point, as any other nondeterminism (spec PLG-16,
-    PLG-17)."""
+    once and no fault point reached while one is (counted by :class:`~reference_runtime.durable.InFlight`
+    during the crash-free runs) the loop only waits while a call runs: every write and fault point comes in
+    the action's own order, as in a synchronous agent, and a crash stops nothing in flight. An agent that
+    overlaps its calls only in some runs differs between the two crash-free runs or at the sampled point, as
+    any other nondeterminism (spec PLG-16, PLG-17)."""
     keys: list[Any] = []
     for p in ref.trace:
         if p.phase is Phase.CHECKPOINT:
@@ -358,6 +365,12 @@ def timing(ref: Reference) -> str | None:
             f"the agent's async actions had two durable calls in flight at once ({ref.overlapped} started while "
             "another ran: a parallel batch or gathered calls), so which finishes first, and what the store holds "
             "at a crash, depends on thread timing"
+        )
+    busy = ref.injector.busy
+    if busy is not None:
+        return (
+            f"the agent's async actions reached {busy.describe()} while a durable call's work was in flight (a "
+            "task of their own ran meanwhile), so what the store holds at a crash depends on thread timing"
         )
     return None
 
@@ -387,7 +400,7 @@ def record(
     runner = Runner(agent, log, injector=injector, **options) if run is None else None
     is_async = runner is not None and any(spec.is_async for spec in runner.actions)
     watch = durable.InFlight() if is_async else None
-    durable.in_flight = watch
+    injector.in_flight = durable.in_flight = watch
     try:
         result = runner.run(inputs) if runner is not None else run_once(run, agent, inputs, log, injector, options)
     finally:

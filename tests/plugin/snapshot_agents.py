@@ -5,6 +5,7 @@ across runs (what a snapshot cannot see), and a tool loop of async actions await
 
 from __future__ import annotations
 
+import asyncio
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -220,3 +221,18 @@ class AsyncToolLoop(Agent):
     async def act(event: Event, ctx: RunnerContext) -> None:
         found = await ctx.durable_execute_async(look_up, event.attributes["request"])
         ctx.send_event(ToolResult(attributes={"text": await ctx.durable_execute_async(use_tool, found)}))
+
+
+class SideCall(Agent):
+    """Makes a synchronous durable call from a task of its own while its async call's work is in flight: one
+    call in flight at a time, yet a fault point is reached meanwhile, and thread timing decides which call
+    lands first (what no snapshot stands for, PLG-17)."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def work(event: Event, ctx: RunnerContext) -> None:
+        async def side() -> str:
+            return str(ctx.durable_execute(use_tool, "side"))
+
+        found = await asyncio.gather(ctx.durable_execute_async(use_tool, "main"), side())
+        ctx.send_event(OutputEvent(sorted(found)))

@@ -150,6 +150,9 @@ CASES: dict[str, Case] = {
     # ... a parallel batch does not: its slots finish in the order thread timing gives (made the same in
     # both sweeps here by delays far apart, so that the two re-executing sweeps can be compared).
     "chat-and-tools-parallel": Case(test_tools_chat.ReAct, [("u", "q")], fallback="two durable calls in flight"),
+    "side-call-while-a-call-runs": Case(
+        snap_agents.SideCall, [("k", 1)], fallback="while a durable call's work was in flight (a task of their own"
+    ),
     "parallel-batch": Case(
         test_batch.Batch,
         [("k", [1, 2, 3])],
