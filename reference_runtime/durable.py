@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from concurrent.futures import Executor
 from contextvars import copy_context
 from dataclasses import dataclass, field
@@ -418,12 +418,18 @@ class ActionExecution:
             call, delay = again
             self.clock.sleep(delay)
 
-    async def run_async(self, slot: Slot) -> Outcome:
+    def run_async(self, slot: Slot) -> Coroutine[Any, Any, Outcome]:
         """:meth:`run` off the runner's thread: on the async pool, or, for a coroutine function, awaited
-        in the action's own task (backoff sleeps then go to the pool, so the event loop never blocks)."""
+        in the action's own task (backoff sleeps then go to the pool, so the event loop never blocks).
+
+        Not a coroutine itself: it hands back the one that runs the work, so that a call nobody counts
+        (:data:`in_flight` unset, all but a sweep's crash-free runs) pays no coroutine of its own for it."""
         watch = in_flight
         if watch is None:
-            return await self._run_async(slot)
+            return self._run_async(slot)
+        return self._counted(watch, slot)
+
+    async def _counted(self, watch: InFlight, slot: Slot) -> Outcome:
         # Counted on the event loop's thread, where every slot's coroutine runs: no lock needed.
         if watch.now and watch.overlapped is None:
             watch.overlapped = slot[0].call_id
