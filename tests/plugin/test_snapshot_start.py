@@ -22,7 +22,7 @@ import pytest
 
 from pytest_durable.cli import main as durable_cli
 from pytest_durable.sweep import PointOutcome, Verdict, start_summary, sweep
-from reference_runtime import Agent
+from reference_runtime import Agent, durable
 from reference_runtime.clock import VirtualClock
 from reference_runtime.exploration.harness import DurableHarness
 from reference_runtime.exploration.ledger import Ledger
@@ -335,6 +335,7 @@ def test_an_async_agent_s_keys_in_one_segment_re_execute_and_say_why() -> None:
     # Compared as sets: the order the keys' points were first reached in is thread timing's too.
     assert {(o.point, tuple(o.violations)) for o in swept} == {(o.point, tuple(o.violations)) for o in forced}
     assert len(swept) == len(forced) == len({o.point for o in swept})
+    assert durable.in_flight is None  # the watch of the crash-free runs never outlives them
 
 
 def test_forced_re_execution_says_so_and_the_summary_counts_starts() -> None:
