@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from concurrent.futures import Executor
 from contextvars import copy_context
 from dataclasses import dataclass, field
@@ -94,6 +94,9 @@ replayed: dict[CallId, Outcome] | None = None
 #: sharing one entry per call instead of a new one per replay keeps what a long sweep holds linear (P9b). An
 #: entry is used only where it is the one the replay would make (same function id and digest, status ok).
 templates: Callable[[tuple[str, int, str, int, int]], Sequence[JournalEntry | None] | None] | None = None
+#: Set by a sweep around its crash-free runs only (``exploration.snapshot_start.record``), read on every async
+#: call: counts the calls whose work is in flight at once (:class:`InFlight`); None counts nothing.
+in_flight: InFlight | None = None
 
 
 class JournalEntry(NamedTuple):
@@ -421,9 +424,28 @@ class ActionExecution:
             call, delay = again
             self.clock.sleep(delay)
 
-    async def run_async(self, slot: Slot) -> Outcome:
+    def run_async(self, slot: Slot) -> Coroutine[Any, Any, Outcome]:
         """:meth:`run` off the runner's thread: on the async pool, or, for a coroutine function, awaited
-        in the action's own task (backoff sleeps then go to the pool, so the event loop never blocks)."""
+        in the action's own task (backoff sleeps then go to the pool, so the event loop never blocks).
+
+        Not a coroutine itself: it hands back the one that runs the work, so that a call nobody counts
+        (:data:`in_flight` unset, all but a sweep's crash-free runs) pays no coroutine of its own for it."""
+        watch = in_flight
+        if watch is None:
+            return self._run_async(slot)
+        return self._counted(watch, slot)
+
+    async def _counted(self, watch: InFlight, slot: Slot) -> Outcome:
+        # Counted on the event loop's thread, where every slot's coroutine runs: no lock needed.
+        if watch.now and watch.overlapped is None:
+            watch.overlapped = slot[0].call_id
+        watch.now += 1
+        try:
+            return await self._run_async(slot)
+        finally:
+            watch.now -= 1
+
+    async def _run_async(self, slot: Slot) -> Outcome:
         func = slot[3]
         if not inspect.iscoroutinefunction(func):
             loop = asyncio.get_running_loop()
@@ -601,6 +623,19 @@ class ActionExecution:
         slot = self.open_slot(self.index, func, args, kwargs, reconciler, durable_id, retry)
         recorded = slot[2]
         return self.finalize(slot, await self.run_async(slot) if recorded is None else recorded, True)
+
+
+class InFlight:
+    """Counts the durable calls whose work is in flight off the action's code at once (:meth:`ActionExecution.
+    run_async`) while a sweep records its crash-free run, and keeps the first call that started while another
+    was in flight: which of the two finishes first, and so what the store holds at a crash, then depends on
+    thread timing, and no snapshot stands for the crash (spec PLG-17)."""
+
+    __slots__ = ("now", "overlapped")
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.overlapped: CallId | None = None
 
 
 class DurableAwaitable(Awaitable[Any]):

@@ -11,9 +11,10 @@ effects again, moves the clock as the prefix did, and runs only the recovery, in
 as the runner does after a crash with no checkpoint to restore.
 
 That is equivalent to re-executing only for an agent whose run before the crash depends on nothing the
-snapshot leaves out, so the snapshot path is taken only when :func:`why_not` finds nothing against it,
-two crash-free runs agree on everything the checks read, and one sampled point gives the same answer both
-ways; otherwise the sweep re-executes, and says why.
+snapshot leaves out, thread timing included (an async agent qualifies with one key per checkpoint segment
+and one durable call in flight at a time, :func:`timing`), so the snapshot path is taken only when
+:func:`why_not` finds nothing against it, two crash-free runs agree on everything the checks read, and one
+sampled point gives the same answer both ways; otherwise the sweep re-executes, and says why.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
-from reference_runtime import Agent, FaultInjector, FaultPoint, Phase, Runner, RunResult, durable, observe
+from reference_runtime import Agent, CallId, FaultInjector, FaultPoint, Phase, Runner, RunResult, durable, observe
 from reference_runtime.clock import let_time_pass
 from reference_runtime.records import ActionState, CallResult, StateRef
 from reference_runtime.stores.base import ActionStateStore
@@ -56,7 +57,7 @@ class WriteLog(ForwardingStore):
     def __init__(self, inner: ActionStateStore) -> None:
         super().__init__(inner)
         self.ops: list[_Op] = []
-        # Async agents write from pool threads (their sweeps re-execute, but the log must stay whole).
+        # Kept whole even if a write ever came from another thread (an async agent's writes come from its loop).
         self._lock = threading.Lock()
 
     def position(self) -> tuple[int, int]:
@@ -205,10 +206,17 @@ class SnapshotInjector(FaultInjector):
         #: The mark of every point reached, by trace index.
         self.by_index: list[Mark] = []
         self._sleeps: list[float] | None = getattr(clock, "sleeps", None) if _virtual(clock) else None
+        #: An async agent's count of durable calls in flight (set by :func:`record`), and the first point
+        #: reached while one was: something else ran while the call's work did (:func:`timing`).
+        self.in_flight: durable.InFlight | None = None
+        self.busy: FaultPoint | None = None
 
     def reach(self, point: FaultPoint) -> None:
         trace = self.trace
         trace.append(point)
+        watch = self.in_flight
+        if watch is not None and watch.now and self.busy is None:
+            self.busy = point
         mark = Mark(
             len(trace) - 1,
             self.log.position(),
@@ -239,6 +247,8 @@ class Reference:
     start_sleeps: int
     start_now: float | None
     is_async: bool = False
+    #: For an async agent: the first durable call that started while another's work was in flight, if any.
+    overlapped: CallId | None = None
     #: Why no scenario of this sweep may start from a snapshot; None if they may.
     reason: str | None = None
     #: Journal entries made up to and including each trace index (calls journal before their
@@ -334,10 +344,9 @@ def why_not(
     if run is not None:
         return "a runner under test drives the agent: only the reference Runner's recovery starts from a snapshot"
     if ref.is_async:
-        return (
-            "the agent has async actions: their durable work runs on a thread pool, so what the store "
-            "holds at a crash depends on thread timing"
-        )
+        reason = timing(ref)
+        if reason is not None:
+            return reason
     scheme = store.scheme if isinstance(store, StoreFactory) else None
     if scheme is not None and (scheme.name not in ("memory", "sqlite") or scheme.origin != BUILT_IN):
         return f"the {scheme.name}: store is rebuilt at a point only for the built-in memory: and sqlite: stores"
@@ -348,6 +357,46 @@ def why_not(
         )
     if ledger is not None and ledger.has_run_hooks():
         return "durable.world() fakes: what the run before the crash did to them is not in the snapshot"
+    return None
+
+
+def timing(ref: Reference) -> str | None:
+    """Why what the store holds at a crash of ``ref``'s async agent may depend on thread timing, or None.
+
+    An async action yields while its durable call's work runs on the pool, and the event loop then runs
+    whatever else is ready: another key's task, or another call of the same action (a parallel batch,
+    gathered calls). Whichever finishes first writes first, so the run up to a point, and a crash's store,
+    differ from run to run, and a crash of one key lets another key's ready task run on until it is
+    cancelled. With one key per checkpoint segment there is one task, and with never two calls in flight at
+    once and no fault point reached while one is (counted by :class:`~reference_runtime.durable.InFlight`
+    during the crash-free runs) the loop only waits while a call runs: every write and fault point comes in
+    the action's own order, as in a synchronous agent, and a crash stops nothing in flight. An agent that
+    overlaps its calls only in some runs differs between the two crash-free runs or at the sampled point, as
+    any other nondeterminism (spec PLG-16, PLG-17)."""
+    keys: list[Any] = []
+    for p in ref.trace:
+        if p.phase is Phase.CHECKPOINT:
+            keys = []
+        elif p.key not in keys:
+            keys.append(p.key)
+            if len(keys) > 1:
+                return (
+                    f"the agent has async actions and keys {keys[0]!r} and {keys[1]!r} run in one checkpoint "
+                    "segment: their tasks interleave as the thread pool's timing lets them, so what the store "
+                    "holds at a crash depends on it"
+                )
+    if ref.overlapped is not None:
+        return (
+            f"the agent's async actions had two durable calls in flight at once ({ref.overlapped} started while "
+            "another ran: a parallel batch or gathered calls), so which finishes first, and what the store holds "
+            "at a crash, depends on thread timing"
+        )
+    busy = ref.injector.busy
+    if busy is not None:
+        return (
+            f"the agent's async actions reached {busy.describe()} while a durable call's work was in flight (a "
+            "task of their own ran meanwhile), so what the store holds at a crash depends on thread timing"
+        )
     return None
 
 
@@ -374,7 +423,13 @@ def record(
     start_sleeps = len(sleeps) if sleeps is not None else 0
     start_now = clock.now() if _virtual(clock) else None
     runner = Runner(agent, log, injector=injector, **options) if run is None else None
-    result = runner.run(inputs) if runner is not None else run_once(run, agent, inputs, log, injector, options)
+    is_async = runner is not None and any(spec.is_async for spec in runner.actions)
+    watch = durable.InFlight() if is_async else None
+    injector.in_flight = durable.in_flight = watch
+    try:
+        result = runner.run(inputs) if runner is not None else run_once(run, agent, inputs, log, injector, options)
+    finally:
+        durable.in_flight = None
     reached.crash_free(agent, injector.trace)  # crash coverage (COV-2)
     reference = Reference(
         agent,
@@ -388,7 +443,8 @@ def record(
         start_sleeps,
         start_now,
     )
-    reference.is_async = runner is not None and any(spec.is_async for spec in runner.actions)
+    reference.is_async = is_async
+    reference.overlapped = watch.overlapped if watch is not None else None
     if sleeps is not None:
         reference.end_sleeps = len(sleeps)
     reference.end_now = clock.now() if _virtual(clock) else None
@@ -406,7 +462,7 @@ def prepare(ref: Reference, again: Reference | None) -> None:
     ):
         ref.reason = ref.reason or "the crash-free run's journal does not line up with its after-effect points"
     if again is not None and ref.reason is None:
-        ref.reason = differs(ref, again)
+        ref.reason = (timing(again) if again.is_async else None) or differs(ref, again)
     count, journaled = 0, []
     for p in trace:
         count += p.phase is Phase.AFTER_EFFECT

@@ -150,3 +150,38 @@ def test_sweeps_of_the_two_key_review_agent_are_the_same_run_after_run() -> None
         reports.add("\n".join(f"{o.where} {o.violations} {o.re_executed} {o.repeated} {o.start}" for o in swept))
         assert not any(o.violations for o in swept)
     assert len(reports) == 1
+
+
+def _observed(outcomes: list[Any]) -> list[Any]:
+    return [
+        (
+            o.point,
+            o.violations,
+            o.re_executed,
+            o.repeated,
+            o.duplicates,
+            o.result.outputs,
+            dict(o.result.memory),
+            [e[:6] for e in o.result.journal],
+            o.result.crashes,
+            o.result.failovers,
+        )
+        for o in outcomes
+    ]
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.name)
+def test_an_example_starts_from_snapshots_unless_thread_timing_could_matter(example: Example) -> None:
+    """PLG-16, PLG-17: the shipped examples' actions are async. One with a single key awaits one durable call
+    at a time, so its sweep starts every point but the sampled one from a snapshot, with the outcomes,
+    journals, outputs and memory of the re-executing sweep at every point; one whose two keys share the
+    checkpoint segment re-executes, the reason naming the keys."""
+    agent = example.build()
+    swept = sweep(agent, example.inputs, InMemoryStore, resources=example.fakes())
+    if len({key for key, _ in example.inputs}) > 1:
+        assert {o.start for o in swept} == {"re-executed"}
+        assert all("run in one checkpoint segment" in (o.start_reason or "") for o in swept)
+        return
+    assert sum(o.start == "snapshot" for o in swept) == len(swept) - 1
+    forced = sweep(agent, example.inputs, InMemoryStore, re_execute=True, resources=example.fakes())
+    assert _observed(swept) == _observed(forced)

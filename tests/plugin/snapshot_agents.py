@@ -1,16 +1,19 @@
 """Agents for the snapshot-start differential tests (PLG-16, PLG-17) that no other test module has: a
 retrying call on a virtual clock, a two-phase commit, memory written per call, a random result, a
-nondeterministic argument, an agent that always fails, and a durable function that counts
-across runs (what a snapshot cannot see)."""
+nondeterministic argument, an agent that always fails, a durable function that counts
+across runs (what a snapshot cannot see), and a tool loop of async actions awaiting one call at a time."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 from dataclasses import dataclass
 from typing import Any
 
 from reference_runtime import Agent, Event, InputEvent, OutputEvent, RunnerContext, action, current_call
 from reference_runtime.retry import Backoff, RetryPolicy
+
+from ..runtime.tool_loop_agent import ToolCall, ToolResult
 
 TRIES: dict[str, int] = {}
 COMMITTED: dict[str, int] = {}
@@ -177,3 +180,59 @@ class CountsExecutions(Agent):
         total = sum(ctx.durable_execute(tallied, i) for i in range(event.attributes["input"]))
         ctx.short_term_memory.set("executed", EXECUTED["n"])
         ctx.send_event(OutputEvent(total))
+
+
+def ask(history: list[str]) -> str:
+    """A fake chat model: asks for a tool in each of three rounds, then answers."""
+    return f"final {history[-1]}" if len(history) > 3 else f"ask {len(history)}"
+
+
+async def look_up(request: str) -> str:
+    """A coroutine function: awaited in the action's own task, not run on the pool."""
+    return request.upper()
+
+
+def use_tool(request: str) -> str:
+    return f"tool({request})"
+
+
+class AsyncToolLoop(Agent):
+    """A tool loop of async actions that await one durable call at a time: ``think`` asks the model (on the
+    pool) and sends a tool call, ``act`` looks the request up (a coroutine) and runs the tool (on the pool),
+    three rounds and an answer. With one key in flight nothing else runs while a call does (PLG-16)."""
+
+    @action(InputEvent, ToolResult)
+    @staticmethod
+    async def think(event: Event, ctx: RunnerContext) -> None:
+        memory = ctx.short_term_memory
+        if event.type == InputEvent.TYPE:
+            history = [f"question {event.attributes['input']}"]
+        else:
+            history = [*memory.get("history"), event.attributes["text"]]
+        answer = await ctx.durable_execute_async(ask, history)
+        memory.set("history", history)
+        if answer.startswith("final"):
+            ctx.send_event(OutputEvent(answer))
+        else:
+            ctx.send_event(ToolCall(attributes={"request": answer}))
+
+    @action(ToolCall)
+    @staticmethod
+    async def act(event: Event, ctx: RunnerContext) -> None:
+        found = await ctx.durable_execute_async(look_up, event.attributes["request"])
+        ctx.send_event(ToolResult(attributes={"text": await ctx.durable_execute_async(use_tool, found)}))
+
+
+class SideCall(Agent):
+    """Makes a synchronous durable call from a task of its own while its async call's work is in flight: one
+    call in flight at a time, yet a fault point is reached meanwhile, and thread timing decides which call
+    lands first (what no snapshot stands for, PLG-17)."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def work(event: Event, ctx: RunnerContext) -> None:
+        async def side() -> str:
+            return str(ctx.durable_execute(use_tool, "side"))
+
+        found = await asyncio.gather(ctx.durable_execute_async(use_tool, "main"), side())
+        ctx.send_event(OutputEvent(sorted(found)))

@@ -42,7 +42,8 @@ SPLIT = [name for name in CASES if name not in ("fails-always", "strict-nondeter
 #: sweep, so what these read differs, as between any two sweeps; the parts still cover every point once.
 HISTORY = {
     "tutorial-buggy",
-    "chat-and-tools",
+    "chat-and-tools-serial",
+    "chat-and-tools-parallel",
     "random-result",
     "counts-mod-four",
     "random-argument",
@@ -57,6 +58,7 @@ def test_the_parts_of_a_sweep_are_the_whole_sweep(name: str, re_execute: bool) -
     order, hold the whole sweep's points once each with the same starts; for every agent whose runs do not
     depend on earlier runs in the process, the same outcomes too: violations (messages included),
     outputs, memory, journals and the verdict."""
+    assert set(CASES) >= HISTORY  # no stale name hides a case from the full comparison
     whole, seen = _whole(name, re_execute)
     case = CASES[name]
     for n in (1, 2, 3):

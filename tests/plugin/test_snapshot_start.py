@@ -22,7 +22,7 @@ import pytest
 
 from pytest_durable.cli import main as durable_cli
 from pytest_durable.sweep import PointOutcome, Verdict, start_summary, sweep
-from reference_runtime import Agent
+from reference_runtime import Agent, durable
 from reference_runtime.clock import VirtualClock
 from reference_runtime.exploration.harness import DurableHarness
 from reference_runtime.exploration.ledger import Ledger
@@ -129,9 +129,36 @@ CASES: dict[str, Case] = {
         effects=_wrap_refund,
         frozen=True,
     ),
-    "chat-and-tools": Case(test_tools_chat.ReAct, [("u", "q")], fallback="async actions"),
-    "async-calls": Case(runtime_agents.AsyncCalls, [("a", 1)], fallback="async actions"),
-    "batch-with-reconcilers": Case(test_batch.Reconciled, [("k", [1, 2, 3])], fallback="async actions"),
+    # Async agents: one key per checkpoint segment and one call in flight at a time start from snapshots.
+    "async-calls": Case(runtime_agents.AsyncCalls, [("a", 1)]),
+    "async-tool-loop-one-key-two-inputs": Case(snap_agents.AsyncToolLoop, [("k", 1), ("k", 2)]),
+    "async-tool-loop-checkpoint-every-input": Case(
+        snap_agents.AsyncToolLoop,
+        [("a", 1), ("b", 2), ("a", 3)],
+        options=lambda: {"checkpoint_every": 1},
+        partly="a checkpoint completed before this point",
+    ),
+    "batch-one-at-a-time-with-reconcilers": Case(test_batch.Reconciled, [("k", [1, 2, 3])]),
+    # Tools one at a time pass the timing check; its scripted model numbers its answers across runs, which
+    # the comparison of two crash-free runs catches as it does for a synchronous agent.
+    "chat-and-tools-serial": Case(
+        test_tools_chat.ReAct,
+        [("u", "q")],
+        fallback="two crash-free runs produced different outputs",
+        options=lambda: {"config": {"tool-call.parallel": False}},
+    ),
+    # ... a parallel batch does not: its slots finish in the order thread timing gives (made the same in
+    # both sweeps here by delays far apart, so that the two re-executing sweeps can be compared).
+    "chat-and-tools-parallel": Case(test_tools_chat.ReAct, [("u", "q")], fallback="two durable calls in flight"),
+    "side-call-while-a-call-runs": Case(
+        snap_agents.SideCall, [("k", 1)], fallback="while a durable call's work was in flight (a task of their own"
+    ),
+    "parallel-batch": Case(
+        test_batch.Batch,
+        [("k", [1, 2, 3])],
+        fallback="two durable calls in flight at once (k/0/work/1 started while another ran",
+        reset=lambda: test_batch.reset({1: 0.0, 2: 0.03, 3: 0.06}),
+    ),
     "random-result": Case(snap_agents.RandomResult, [("k", 1)], fallback="two crash-free runs produced different"),
     "counts-mod-four": Case(snap_agents.CountsModFour, [("k", 1)], fallback="ended differently from its snapshot"),
     "random-argument": Case(snap_agents.RandomArgument, [("k", 1)], fallback="two crash-free runs made different"),
@@ -295,6 +322,22 @@ def test_a_sampled_point_that_disagrees_turns_snapshots_off() -> None:
     assert all("ended differently from its snapshot" in (o.start_reason or "") for o in outcomes)
 
 
+def test_an_async_agent_s_keys_in_one_segment_re_execute_and_say_why() -> None:
+    """PLG-17: the keys of one checkpoint segment of an async agent run as tasks that interleave as thread
+    timing lets them (which key's call lands first; a crash of one lets the other run on until it is
+    cancelled), so no snapshot stands for a crash: every point re-executes, naming two of the keys, with the
+    verdicts of forced re-execution. The same agent on one key starts from snapshots (the cases above)."""
+    inputs = [("a", 1), ("b", 2)]
+    swept = sweep(snap_agents.AsyncToolLoop, inputs, InMemoryStore)
+    forced = sweep(snap_agents.AsyncToolLoop, inputs, InMemoryStore, re_execute=True)
+    assert {o.start for o in swept} == {"re-executed"}
+    assert all("keys 'a' and 'b' run in one checkpoint segment" in (o.start_reason or "") for o in swept)
+    # Compared as sets: the order the keys' points were first reached in is thread timing's too.
+    assert {(o.point, tuple(o.violations)) for o in swept} == {(o.point, tuple(o.violations)) for o in forced}
+    assert len(swept) == len(forced) == len({o.point for o in swept})
+    assert durable.in_flight is None  # the watch of the crash-free runs never outlives them
+
+
 def test_forced_re_execution_says_so_and_the_summary_counts_starts() -> None:
     """PLG-16: re_execute=True runs every point from scratch; start_summary counts the starts."""
     outcomes = sweep(Many, [("k", 3)], InMemoryStore, re_execute=True)
@@ -314,12 +357,15 @@ def test_forced_re_execution_says_so_and_the_summary_counts_starts() -> None:
 def test_durable_sweep_verbose_prints_the_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """PLG-17, CLI-1: `durable sweep -v` prints how scenarios started and why any re-executed;
     `--re-execute` forces re-execution with the same verdict."""
+    two_keys = tmp_path / "two.jsonl"
+    two_keys.write_text('{"key": "j", "input": 3}\n{"key": "k", "input": 4}\n')
+    agent = "tests.runtime.agents:AsyncCalls"
+    assert durable_cli(["sweep", agent, "--inputs", str(two_keys), "-v"]) == 0
+    out = capsys.readouterr().out
+    assert "re-executed: the agent has async actions and keys 'j' and 'k' run in one checkpoint segment" in out
+    assert "(PLG-17)" in out
     inputs = tmp_path / "in.jsonl"
     inputs.write_text('{"key": "k", "input": 4}\n')
-    agent = "tests.runtime.agents:AsyncCalls"
-    assert durable_cli(["sweep", agent, "--inputs", str(inputs), "-v"]) == 0
-    out = capsys.readouterr().out
-    assert "re-executed: the agent has async actions" in out and "(PLG-17)" in out
     agent = "tests.plugin.verdict_agents:NonIdempotent"
     effect = ["--effect", "tests.plugin.verdict_agents:charge"]
     assert durable_cli(["sweep", agent, "--inputs", str(inputs), *effect, "-v"]) == 1
