@@ -63,7 +63,11 @@ def main() -> list[tuple[str, ...]]:
         # store sends its scripts this way, without the client's per-command machinery).
         conn = client.connection_pool.make_connection()
         body = b"x" * 60
-        keys = ["bench:state", "bench:calls"]
+        # The script's keys and arguments as the store passes them: the epoch key and the epoch first
+        # (every script checks them, FAIL-6), then the state hash and the call list.
+        epoch = "bench-epoch"
+        client.set("bench:epoch", epoch)
+        keys = ["bench:epoch", "bench:state", "bench:calls"]
         client.hset("bench:state", "header", b"")
         raw_pings, scripts = [], []
         for i in range(CALLS):
@@ -72,7 +76,7 @@ def main() -> list[tuple[str, ...]]:
             conn.read_response()
             raw_pings.append(time.perf_counter() - start)
             start = time.perf_counter()
-            conn.send_command("EVALSHA", store._put_calls.sha, 2, *keys, i, body)
+            conn.send_command("EVALSHA", store._put_calls.sha, len(keys), *keys, epoch, i, body)
             conn.read_response()
             scripts.append(time.perf_counter() - start)
         conn.disconnect()
