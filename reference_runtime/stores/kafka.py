@@ -296,29 +296,27 @@ class KafkaStore:
         return entry
 
     def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
-        sk = ref.state_key
+        sk, part = ref.state_key, partition_for(ref.key, self._npart)
         if len(results) == 1:
-            # A durable call writes one result: its record built without the loops of the general case.
-            encoded = [encode_call_result(results[0], ref, index)]
-            kkeys = [c_key(sk, index)]
+            # A durable call writes one result: its record made without the loop of the general case (P10).
+            records = [(c_key(sk, index), encode_call_result(results[0], ref, index), part, None)]
         else:
-            encoded = [encode_call_result(r, ref, index + i) for i, r in enumerate(results)]
-            kkeys = [c_key(sk, index + i) for i in range(len(results))]
-        part = partition_for(ref.key, self._npart)
+            records = [
+                (c_key(sk, index + i), encode_call_result(r, ref, index + i), part, None) for i, r in enumerate(results)
+            ]
         with self._lock:
-            entry = self._live(ref, index)
-            calls = entry.calls
+            calls = self._live(ref, index).calls
             if index < 0 or index > len(calls):
                 raise StoreError(f"call index {index} leaves a gap after {len(calls)} records [{location(ref, index)}]")
-            if not encoded:
+            if not records:
                 return
-            self._send([(kkey, body, part, None) for kkey, body in zip(kkeys, encoded, strict=True)])
-            if index == len(calls) and len(encoded) == 1:
-                calls.append(encoded[0])
+            self._send(records)
+            if index == len(calls) and len(records) == 1:
+                calls.append(records[0][1])
             else:
-                calls[index : index + len(encoded)] = encoded
+                calls[index : index + len(records)] = [body for _kkey, body, _part, _headers in records]
             log_keys = self._log_keys.setdefault(sk, {})
-            for kkey in kkeys:
+            for kkey, _body, _part, _headers in records:
                 log_keys[kkey] = part
 
     def truncate_call_results(self, ref: StateRef, index: int) -> None:
