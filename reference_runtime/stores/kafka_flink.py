@@ -50,7 +50,7 @@ from typing import Any
 from ..errors import CorruptRecordError, Location, StoreError, StoreUrlError, TopicFormatError, location
 from ..key_schemes import Legacy020KeyScheme
 from ..records import ActionState, CallResult, StateRef
-from ..serde.actionstate import JavaActionState
+from ..serde.actionstate import StateText
 from ..serde.legacy_event import LegacyFormatError
 from .base import RecoveryMarker
 from .kafka import KafkaStore
@@ -65,11 +65,11 @@ from .kafka_flink_format import (
     encode_value,
     engine_check,
     engine_verdict,
-    java_model,
     locate,
     location_headers,
     partition_for,
     set_call_results,
+    state_text,
     topic_owner,
     truncate_call_results,
 )
@@ -87,8 +87,9 @@ class StoredState:
     action: str | None
     value: bytes
     partition: int
-    #: The parsed value, kept after the first delta so the next one does not parse the record again.
-    java: JavaActionState | None = None
+    #: The value in the parts a call-result write changes, kept after the first such write so the next one
+    #: neither parses the record again nor re-encodes what did not change.
+    text: StateText | None = None
 
 
 class RecordDecoder:
@@ -253,7 +254,7 @@ class FlinkAgentsKafkaStore(KafkaStore):
         with self._lock:
             self._send([(sk, value, stored.partition, None) for sk, stored, value in rewrites])
             for sk, stored, value in rewrites:
-                self._states[sk] = replace(stored, value=value, java=None)
+                self._states[sk] = replace(stored, value=value, text=None)
         self.owner = TopicOwner(target, "declared")
 
     def _encode(self, state: ActionState, ref: StateRef, index: int | None = None) -> bytes:
@@ -299,10 +300,10 @@ class FlinkAgentsKafkaStore(KafkaStore):
 
     # -- writes ----------------------------------------------------------------------------------------
 
-    def _write(self, ref: StateRef, value: bytes, java: JavaActionState | None = None) -> None:
+    def _write(self, ref: StateRef, value: bytes, text: StateText | None = None) -> None:
         part = partition_for(ref.key, self._npart)
         self._send([(ref.state_key, value, part, location_headers(ref))])
-        self._states[ref.state_key] = StoredState(ref.key, ref.seq, ref.action.name, value, part, java=java)
+        self._states[ref.state_key] = StoredState(ref.key, ref.seq, ref.action.name, value, part, text=text)
         self._index.add(ref.key, ref.state_key)
 
     def _rewrite(self, stored: StoredState, ref: StateRef, index: int, calls: Callable[[ActionState], bool]) -> None:
@@ -312,11 +313,9 @@ class FlinkAgentsKafkaStore(KafkaStore):
         if calls(state):
             self._write(ref, self._encode(state, ref, index))
 
-    def _model(self, stored: StoredState, ref: StateRef, index: int) -> JavaActionState:
-        """A private copy of the stored state's Java model to change (the cached one stays as stored until
-        the write that replaces it is acknowledged)."""
-        java = stored.java if stored.java is not None else java_model(stored.value, location(ref, index))
-        return replace(java, call_results=None if java.call_results is None else list(java.call_results))
+    def _text(self, stored: StoredState, ref: StateRef, index: int) -> StateText:
+        """The stored value in parts (kept unchanged: a write makes new parts, cached once acknowledged)."""
+        return stored.text if stored.text is not None else state_text(stored.value, location(ref, index))
 
     def put(self, ref: StateRef, state: ActionState) -> None:
         value = self._encode(state, ref)
@@ -344,10 +343,9 @@ class FlinkAgentsKafkaStore(KafkaStore):
 
                 self._rewrite(stored, ref, index, put_calls)
                 return
-            java = self._model(stored, ref, index)
-            value = set_call_results(java, index, results, location(ref, index))
+            text = set_call_results(self._text(stored, ref, index), index, results, location(ref, index))
             if results:
-                self._write(ref, value, java)
+                self._write(ref, text.value(), text)
 
     def truncate_call_results(self, ref: StateRef, index: int) -> None:
         with self._lock:
@@ -366,10 +364,9 @@ class FlinkAgentsKafkaStore(KafkaStore):
 
                 self._rewrite(stored, ref, index, cut)
                 return
-            java = self._model(stored, ref, index)
-            value = truncate_call_results(java, index)
-            if value is not None:
-                self._write(ref, value, java)
+            text = truncate_call_results(self._text(stored, ref, index), index)
+            if text is not None:
+                self._write(ref, text.value(), text)
 
     def _tombstone(self, state_keys: Sequence[str]) -> None:
         if not state_keys:

@@ -40,11 +40,13 @@ from ..records import ActionState, CallResult, StateRef
 from ..serde.actionstate import (
     JavaActionState,
     JavaCallResult,
+    StateText,
     from_runtime,
     read_action_state,
     serialize,
     to_runtime,
-    write_action_state,
+    write_call_result,
+    write_state_text,
 )
 from ..serde.jackson import loads
 from ..serde.legacy import read_legacy_020, write_legacy_020
@@ -210,6 +212,13 @@ def java_model(value: bytes, location: Location | None = None) -> JavaActionStat
     return java
 
 
+def state_text(value: bytes, location: Location | None = None) -> StateText:
+    """A stored value in the parts a call-result write changes (:class:`StateText`), as it is written back:
+    the value re-serialised from its Java model, so a rewrite keeps the untouched fields byte for byte (a
+    0.2.0 record is upgraded to the current format)."""
+    return write_state_text(java_model(value, location))
+
+
 def _java_call(c: CallResult) -> JavaCallResult:
     return JavaCallResult(
         c.function_id,
@@ -221,25 +230,23 @@ def _java_call(c: CallResult) -> JavaCallResult:
 
 
 def set_call_results(
-    java: JavaActionState, index: int, results: Sequence[CallResult], location: Location | None = None
-) -> bytes:
-    """Write ``results`` into call slots ``index…`` of ``java`` (in place) and return the new value. An
-    index past the end (a gap) is a :class:`StoreError` and changes nothing."""
-    calls = java.call_results if java.call_results is not None else []
+    text: StateText, index: int, results: Sequence[CallResult], location: Location | None = None
+) -> StateText:
+    """``text`` with ``results`` in call slots ``index…`` (only they are encoded; ``text`` is left as it is).
+    An index past the end (a gap) is a :class:`StoreError`."""
+    calls = text.calls if text.calls is not None else []
     if index < 0 or index > len(calls):
         raise StoreError(f"call index {index} leaves a gap after {len(calls)} records [{location}]")
-    calls[index : index + len(results)] = [_java_call(c) for c in results]
-    java.call_results = calls
-    return write_action_state(java)
+    written = [write_call_result(_java_call(c)) for c in results]
+    return StateText(text.head, [*calls[:index], *written, *calls[index + len(results) :]], text.tail)
 
 
-def truncate_call_results(java: JavaActionState, index: int) -> bytes | None:
-    """Drop call results from ``index`` on (in place) and return the new value; None if nothing dropped."""
-    calls = java.call_results or []
+def truncate_call_results(text: StateText, index: int) -> StateText | None:
+    """``text`` without the call results from ``index`` on; None if that drops nothing."""
+    calls = text.calls or []
     if index >= len(calls):
         return None
-    java.call_results = calls[: max(0, index)]
-    return write_action_state(java)
+    return StateText(text.head, calls[: max(0, index)], text.tail)
 
 
 # -- which engine reads a record (WIRE-12, INS-8) -----------------------------------------------------------

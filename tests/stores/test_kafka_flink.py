@@ -242,6 +242,33 @@ def test_round_trip_deltas_and_restart(tansu: str, store: FlinkAgentsKafkaStore)
         again.close()
 
 
+def test_call_result_writes_are_the_whole_model_reserialised(tansu: str, store: FlinkAgentsKafkaStore) -> None:
+    """WIRE-2: the record of each call-result write is the previous record's Java model, edited and written
+    whole (how the store wrote it before it kept the encoded parts), before and after a restart."""
+    from reference_runtime.stores.kafka_flink_format import java_model
+
+    from .test_kafka_flink_text import EDITS, slow_set, slow_truncate
+
+    r = ref("k", 0)
+    store.put(r, ActionState(task_event=r.event, short_term_memory_updates=[MemoryUpdate("a.b", 7)]))
+    for n, (kind, index, results) in enumerate(EDITS):
+        if n == len(EDITS) // 2:
+            store = restart(store, [])  # the restarted store parses the record instead of keeping parts
+        if kind == "set":
+            store.put_call_results(r, index, results)
+        else:
+            store.truncate_call_results(r, index)
+    store.close()
+    values = [value for _p, _o, _k, value in read_topic(tansu, store.topic)]
+    expected = values[:1]
+    for kind, index, results in EDITS:
+        java = java_model(expected[-1])
+        value = slow_set(java, index, results) if kind == "set" else slow_truncate(java, index)
+        if value is not None:
+            expected.append(value)
+    assert values == expected and len(values) == 10
+
+
 def test_rebuild_replays_from_the_marker_offsets_only(tansu: str, store: FlinkAgentsKafkaStore) -> None:
     """KSTORE-4, WIRE-6: as Flink Agents, a rebuild reads each partition from the minimum marker offset, so
     a state written before the markers is not restored; without markers the whole log is (Deviation)."""
