@@ -103,7 +103,9 @@ class SqliteStore:
         self._guarded_insert = (
             f"INSERT OR REPLACE INTO {self._p}call_results VALUES (?1, CASE WHEN"
             f" EXISTS (SELECT 1 FROM {self._p}action_states WHERE state_key = ?1)"
-            f" AND ?2 <= (SELECT COALESCE(MAX(idx) + 1, 0) FROM {self._p}call_results WHERE state_key = ?1)"
+            # The last record's index by one backward seek; MAX(idx) seeks the same but runs the aggregate.
+            f" AND ?2 <= COALESCE((SELECT idx FROM {self._p}call_results WHERE state_key = ?1"
+            " ORDER BY idx DESC LIMIT 1) + 1, 0)"
             " THEN ?2 END, ?3)"
         )
 
