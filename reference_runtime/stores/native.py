@@ -8,6 +8,7 @@ the location and the JSON path that failed.
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import uuid
 from typing import Any
@@ -194,7 +195,13 @@ _quote = json.encoder.encode_basestring_ascii
 
 
 def _b64_or_null(data: bytes | None) -> str:
-    return "null" if data is None else '"' + base64.b64encode(data).decode("ascii") + '"'
+    # binascii's encoder is what base64.b64encode calls; its output needs no JSON escaping.
+    return "null" if data is None else '"' + _b64(data, newline=False).decode("ascii") + '"'
+
+
+_b64 = binascii.b2a_base64
+#: Each record status as its JSON literal: a lookup, not an enum attribute and a quote, per durable call.
+_STATUS_JSON: dict[CallStatus | None, str] = {None: "null", **{status: _quote(status.value) for status in CallStatus}}
 
 
 def encode_call_result(result: CallResult, ref: StateRef | None = None, index: int = 0) -> bytes:
@@ -203,11 +210,10 @@ def encode_call_result(result: CallResult, ref: StateRef | None = None, index: i
     dict and walking it costs three times as much. Given the ``ref`` and call ``index`` it is written at, a
     record :func:`decode_call_result` would refuse raises
     :class:`~reference_runtime.errors.WriteLimitError` instead (spec LIM-9)."""
-    status = result.status
+    function_id, digest, payload, error, status = result  # one unpacking, not five attribute reads
     body = (
-        f'{{"f":{_quote(result.function_id)},"d":{_quote(result.args_digest)},'
-        f'"r":{_b64_or_null(result.result_payload)},"e":{_b64_or_null(result.exception_payload)},'
-        f'"s":{"null" if status is None else _quote(status.value)}}}'
+        f'{{"f":{_quote(function_id)},"d":{_quote(digest)},"r":{_b64_or_null(payload)},'
+        f'"e":{_b64_or_null(error)},"s":{_STATUS_JSON[status]}}}'
     ).encode("ascii")
     if ref is not None:
         # Strings only, one level deep: the reader can refuse such a record for its size or memory only.

@@ -96,11 +96,17 @@ class SqliteStore:
         self._lock = threading.RLock()
         self.bytes_written = 0
         # Built once: the same string object every call, so the connection's statement cache finds it
-        # without formatting or hashing a new string.
+        # without formatting or hashing a new string. The guard (the state exists, the record leaves no gap)
+        # is the inserted row's index: NULL when it fails, which the NOT NULL column refuses with an
+        # IntegrityError, rolling the statement back. An INSERT ... SELECT ... WHERE guard reading the table
+        # it writes would make SQLite copy its one row into a temporary table first (spec COST-5).
         self._guarded_insert = (
-            f"INSERT OR REPLACE INTO {self._p}call_results SELECT ?1, ?2, ?3"
-            f" WHERE EXISTS (SELECT 1 FROM {self._p}action_states WHERE state_key = ?1)"
-            f" AND ?2 <= (SELECT COALESCE(MAX(idx) + 1, 0) FROM {self._p}call_results WHERE state_key = ?1)"
+            f"INSERT OR REPLACE INTO {self._p}call_results VALUES (?1, CASE WHEN"
+            f" EXISTS (SELECT 1 FROM {self._p}action_states WHERE state_key = ?1)"
+            # The last record's index by one backward seek; MAX(idx) seeks the same but runs the aggregate.
+            f" AND ?2 <= COALESCE((SELECT idx FROM {self._p}call_results WHERE state_key = ?1"
+            " ORDER BY idx DESC LIMIT 1) + 1, 0)"
+            " THEN ?2 END, ?3)"
         )
 
     def _tx(
@@ -110,17 +116,20 @@ class SqliteStore:
         *,
         count: bool = True,
     ) -> None:
-        """Run ``statements`` in one transaction. With ``guard``, the first statement must change a row;
-        if it changed none, ``guard`` raises the reason and the transaction is rolled back. ``count``
-        bumps the write counter that recovery markers report; call records skip it, which saves a page
-        write per durable call (the counter only has to move when action states change)."""
+        """Run ``statements`` in one transaction. With ``guard``, a statement refused by a constraint
+        (the guarded insert's NULL index) makes ``guard`` raise the reason, and the transaction is rolled
+        back. ``count`` bumps the write counter that recovery markers report; call records skip it, which
+        saves a page write per durable call (the counter only has to move when action states change)."""
         with self._lock:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
                 try:
-                    for n, (sql, params) in enumerate(statements):
-                        cur = self._conn.execute(sql, params)
-                        if n == 0 and guard is not None and cur.rowcount == 0:
+                    for sql, params in statements:
+                        try:
+                            self._conn.execute(sql, params)
+                        except sqlite3.IntegrityError:
+                            if guard is None:
+                                raise
                             guard()
                     if count:
                         self._conn.execute(f"UPDATE {self._p}meta SET value = value + 1 WHERE name = 'writes'")
@@ -199,8 +208,8 @@ class SqliteStore:
     def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
         if not results:
             return
-        # The first record is written only if its state exists and it leaves no gap (STORE-9); both are
-        # index lookups on the primary keys, so a call costs the same after 10 or 100 000 earlier calls.
+        # A record is written only if its state exists and it leaves no gap; both are index lookups on the
+        # primary keys, so a call costs the same after 10 or 100 000 earlier calls.
         if len(results) == 1:
             # A durable call's path. One statement outside BEGIN is its own transaction; it takes the write
             # lock before it reads (a write statement starts with it), so it is as atomic and waits on a
@@ -208,24 +217,25 @@ class SqliteStore:
             body = encode_call_result(results[0], ref, index)
             with self._lock:
                 try:
-                    written = self._conn.execute(self._guarded_insert, (ref.state_key, index, body)).rowcount
+                    self._conn.execute(self._guarded_insert, (ref.state_key, index, body))
+                except sqlite3.IntegrityError:
+                    pass  # the guard failed: nothing was written; why is read below, under the same lock
                 except sqlite3.Error as exc:
                     raise StoreError(f"SQLite store {self.url} write failed: {_describe(exc)}") from exc
-                if written == 0:
-                    self._refuse_put(ref, index)
-            self.bytes_written += len(body)
-            return
+                else:
+                    self.bytes_written += len(body)
+                    return
+                self._refuse_put(ref, index)
         encoded = [encode_call_result(r, ref, index + i) for i, r in enumerate(results)]
-        first: tuple[str, Sequence[object]] = (self._guarded_insert, (ref.state_key, index, encoded[0]))
-        rest = [
-            (f"INSERT OR REPLACE INTO {self._p}call_results VALUES (?, ?, ?)", (ref.state_key, index + i, body))
-            for i, body in enumerate(encoded[1:], start=1)
-        ]
-        self._tx([first, *rest], guard=lambda: self._refuse_put(ref, index), count=False)
+        # Every record through the guarded statement: once the first passes, each later one does too (the
+        # one before it is there), and one statement is one entry of the connection's statement cache.
+        stmts = [(self._guarded_insert, (ref.state_key, index + i, body)) for i, body in enumerate(encoded)]
+        self._tx(stmts, guard=lambda: self._refuse_put(ref, index), count=False)
         self.bytes_written += sum(len(c) for c in encoded)
 
     def _refuse_put(self, ref: StateRef, index: int) -> None:
-        """Why the guarded first insert wrote nothing (runs inside the rolled-back transaction)."""
+        """Why the guarded insert of the record at ``index`` was refused (after its statement was rolled
+        back; in a batch's transaction, before that is)."""
         exists = self._conn.execute(
             f"SELECT 1 FROM {self._p}action_states WHERE state_key = ?", (ref.state_key,)
         ).fetchone()

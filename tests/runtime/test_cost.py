@@ -251,8 +251,8 @@ class TracedCalls(Agent):
 def test_sqlite_call_record_is_one_statement(tmp_path: Any) -> None:
     """COST-5: between two durable calls the SQLite store runs exactly one statement, the guarded insert
     of the call's record (its own transaction: no BEGIN, no COMMIT, no read before it), whose reads are
-    primary-key searches; a record refused by the guard still raises (STORE-9 is checked by the store
-    suite)."""
+    primary-key searches and which builds no temporary table; a record refused by the guard still raises
+    (tests/stores/test_sqlite_call_guard.py)."""
     from reference_runtime.stores.sqlite import SqliteStore
 
     store = SqliteStore(tmp_path / "one.db", synchronous="OFF")
@@ -263,9 +263,12 @@ def test_sqlite_call_record_is_one_statement(tmp_path: Any) -> None:
     statements, starts = _TRACE["statements"], _TRACE["starts"]
     between = [statements[a:b] for a, b in itertools.pairwise(starts)]
     assert len(between) == 29
-    assert all(len(s) == 1 and s[0].startswith("INSERT OR REPLACE INTO call_results SELECT") for s in between), between
+    assert all(len(s) == 1 and s[0].startswith("INSERT OR REPLACE INTO call_results VALUES") for s in between), between
     plan = [r[-1] for r in store._conn.execute("EXPLAIN QUERY PLAN " + between[0][0]).fetchall()]
     assert plan and all(not p.startswith("SCAN") or p == "SCAN CONSTANT ROW" for p in plan), plan
+    # No temporary table: an INSERT ... SELECT reading the table it writes would be copied through one.
+    opcodes = [r[1] for r in store._conn.execute("EXPLAIN " + between[0][0]).fetchall()]
+    assert "Insert" in opcodes and "OpenEphemeral" not in opcodes, opcodes
 
 
 def _wal_bytes(path: Any) -> int:
