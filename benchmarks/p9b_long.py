@@ -7,8 +7,9 @@ after re-running the crashed call. What is left cannot be skipped: the agent's c
 mid-function, so the recovery of a crash at call c replays calls 0 .. c-1 before it gets there, and a sweep
 replays N (N + 1) / 2 calls in all (12.5 million at N = 5 000). The floor row is that many replays at the
 rate this runtime replays a recorded call (a recovery that replays all N calls and completes), plus one
-crash-free run; beside it the rate of the least a replay can be in Python (the agent's generator step, the
-call, one dict lookup and an append). Each sweep runs in a child process: its CPU time and peak memory.
+crash-free run; beside it the least a replay can be in Python (the agent's generator step, the call, one
+dict lookup and an append), and that plus matching the record by its arguments' digest (IDN-2). Each sweep
+runs in a child process: its CPU time and peak memory.
 
 The ``-n 2`` rows run one pytest test marked ``durable_sweep(Many, [("k", N)], shards="auto")`` without
 xdist (one part) and with ``-n 2`` (two parts, PLG-29): wall time of the whole pytest run, ratio in one run.
@@ -17,8 +18,10 @@ xdist (one part) and with ``-n 2`` (two parts, PLG-29): wall time of the whole p
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import pickle
 import subprocess
 import sys
 import tempfile
@@ -28,6 +31,7 @@ from pathlib import Path
 from reference_runtime import Runner
 from reference_runtime.exploration import snapshot_start as snap
 from reference_runtime.faults import Phase
+from reference_runtime.identity import args_digest
 from reference_runtime.stores.memory import InMemoryStore
 
 from ._util import point, table
@@ -91,21 +95,35 @@ def replay_per_call(calls: int) -> float:
     return best / calls
 
 
-def bare_replay_per_call(calls: int) -> float:
+def bare_replay_per_call(calls: int, digest: bool) -> float:
     """The least a replay can cost in Python: the agent's generator step and call, a dict lookup of the
-    recorded value and an append to a journal; no digest, no record check."""
-    recorded = {i: i * 2 for i in range(calls)}
+    recorded value and an append to a journal; with ``digest``, also what matching the record by its
+    arguments takes at least (IDN-2: their pickle, its memoised digest, the comparison)."""
+    recorded = {i: (args_digest((i,), {}), i * 2) for i in range(calls)}
+    memo: dict[bytes, str] = {}
     journal: list[int] = []
 
     def execute(i: int) -> int:
         journal.append(i)
-        return recorded[i]
+        return recorded[i][1]
 
+    def execute_digested(i: int) -> int:
+        data = pickle.dumps(((i,), {}), protocol=5)
+        found = memo.get(data)
+        if found is None:
+            found = memo[data] = hashlib.sha256(data).hexdigest()[:16]
+        want, value = recorded[i]
+        if found != want:
+            raise AssertionError(f"call {i}: digest {found} != {want}")
+        journal.append(i)
+        return value
+
+    call = execute_digested if digest else execute
     best = float("inf")
     for _ in range(5):
         journal.clear()
         start = time.process_time()
-        sum(execute(i) for i in range(calls))
+        sum(call(i) for i in range(calls))
         best = min(best, time.process_time() - start)
     return best / calls
 
@@ -123,7 +141,8 @@ def pytest_wall(calls: int, workers: int) -> float:
 
 def main() -> list[tuple[str, ...]]:
     replay = replay_per_call(CALLS)
-    bare = bare_replay_per_call(CALLS)
+    bare = bare_replay_per_call(CALLS, digest=False)
+    digested = bare_replay_per_call(CALLS, digest=True)
     start = time.process_time()
     Runner(Many, InMemoryStore()).run([("k", CALLS)])
     run = time.process_time() - start
@@ -159,9 +178,8 @@ def main() -> list[tuple[str, ...]]:
             "",
         )
     )
-    rows.append(
-        (f"  least a Python replay can be: {bare * 1e6:.2f} µs", str(CALLS), "", "", f"{replays * bare:.1f}", "", "")
-    )
+    for label, rate in (("least a Python replay", bare), ("  … matching its args digest", digested)):
+        rows.append((f"{label}: {rate * 1e6:.2f} µs", str(CALLS), "", "", f"{replays * rate:.1f}", "", ""))
     rows.append(("one crash-free run", str(CALLS), "", f"{run:.3f}", "", "", ""))
     print(table(rows))
     one = pytest_wall(CALLS, 1)
