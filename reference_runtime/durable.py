@@ -330,7 +330,7 @@ class ActionExecution:
         fid = durable_id if durable_id is not None else function_id(func)
         if given is not None and observe.current is not None:
             observe.current.reconciler_given(self.ref, index, fid, given)  # crash coverage (COV-4)
-        digest = args_digest(args, kwargs)
+        digest = args_digest(args, kwargs, index < len(self.state.call_results))  # memo for replays only
         where = self._where
         if self._reach is not None:
             self._reach(_new(FaultPoint, (_BEFORE_CALL, *where, index, fid, self.execution)))
@@ -562,7 +562,7 @@ class ActionExecution:
         elif index == len(records) and reconciler is None and retry is None and self._direct:
             # A new call with nothing watching its fault points: open_slot, run and finalize in one function
             # (benchmark P1: the durable call on the memory store).
-            digest = args_digest(args, kwargs)
+            digest = args_digest(args, kwargs, False)  # a new call: its arguments were never digested here
             call = _new(CallContext, (_new(CallId, (*self._where, index, self.execution)), fid, digest, 1))
             error: Exception | None = None
             token = _current_call.set(call)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from reference_runtime import CrashAt, FaultInjector, Phase, Runner, args_digest, function_id
 from reference_runtime.identity import CallId
@@ -69,3 +71,25 @@ def test_call_ids_are_identical_across_recovery() -> None:
     assert result.failovers == 1
     assert set(agents.EFFECTS) == clean
     assert clean == {f"k/{s}/work/{i}" for s in (0, 1) for i in range(3)}
+
+
+_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.text(max_size=8)
+    | st.binary(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(args=st.lists(_VALUES, max_size=3).map(tuple), kwargs=st.dictionaries(st.text(max_size=4), _VALUES, max_size=2))
+def test_the_digest_is_the_same_with_and_without_the_memo(args: tuple[object, ...], kwargs: dict[str, object]) -> None:
+    """IDN-2: a new call digests its arguments without the memo of recent digests (P1a), a replay with it;
+    both give the same digest, asked in either order, so a replay matches the record a new call wrote."""
+    fresh = args_digest(args, kwargs, False)
+    assert args_digest(args, kwargs) == fresh == args_digest(args, kwargs, False) == args_digest(args, kwargs)
+    shared = (args, args)  # the same objects twice: the path that unshares them
+    assert args_digest(shared, {}, False) == args_digest(shared, {})
