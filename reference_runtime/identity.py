@@ -41,6 +41,33 @@ def args_digest(args: tuple[Any, ...], kwargs: dict[str, Any], memo: bool = True
     ``memo``: look the digest up in (and add it to) the memo of recent digests, which pays off only when the
     same arguments come again, as they do in replays; a call being made for the first time passes False, for
     a miss costs more than the sha256 it saves (1.7 against 0.9 µs, benchmark P1a)."""
+    if memo and not kwargs:
+        # Positional ints, None and short strings or bytes: the digest is a function of their values (no
+        # two of those types compare equal, a bool or float is not taken, and sharing is undone below), so
+        # a replay finds it by the arguments themselves, without pickling them: 0.9 of a replay's 2.2 µs
+        # (benchmark P9b replays 12.5 million calls).
+        for value in args:
+            t = type(value)
+            if not (t is int or value is None or ((t is str or t is bytes) and len(value) <= _KEYED_TEXT)):
+                break
+        else:
+            found = _BY_VALUE.get(args)
+            if found is None:
+                found = _args_digest(args, kwargs, True)
+                if len(_BY_VALUE) >= _BY_VALUE_SIZE:
+                    _BY_VALUE.clear()
+                _BY_VALUE[args] = found
+            return found
+    return _args_digest(args, kwargs, memo)
+
+
+#: :func:`args_digest`'s memo by value: at most this many argument tuples, of strings and bytes this short.
+_BY_VALUE: dict[tuple[Any, ...], str] = {}
+_BY_VALUE_SIZE = 32768
+_KEYED_TEXT = 64
+
+
+def _args_digest(args: tuple[Any, ...], kwargs: dict[str, Any], memo: bool) -> str:
     if not kwargs:
         # Numbers, booleans and None: plain, and nothing the pickle memo could share; the common arguments of
         # a durable call skip the walk below (every call and every replay digests them: P1a, P9b).

@@ -93,3 +93,29 @@ def test_the_digest_is_the_same_with_and_without_the_memo(args: tuple[object, ..
     assert args_digest(args, kwargs) == fresh == args_digest(args, kwargs, False) == args_digest(args, kwargs)
     shared = (args, args)  # the same objects twice: the path that unshares them
     assert args_digest(shared, {}, False) == args_digest(shared, {})
+
+
+_FLAT = st.lists(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.sampled_from(["", "a", "ab", "ä", "€", "prompt", "x" * 64, "x" * 65])
+    | st.binary(max_size=3),
+    max_size=4,
+).map(tuple)
+
+
+@given(args=_FLAT, shared=st.booleans())
+def test_the_digest_found_by_value_is_the_digest_of_the_pickle(args: tuple[object, ...], shared: bool) -> None:
+    """IDN-2, IDN-10: replays find the digest of ints, None and short strings or bytes by the arguments'
+    values (P9b); it is the digest of their unshared pickle, whichever equal-looking arguments came first
+    (1, True and 1.0 compare equal; 0.0 and -0.0 too) and whether a string is passed twice as one object."""
+    from reference_runtime.identity import _args_digest
+
+    if shared and args:
+        args = (*args, args[0])  # the same object twice
+    for probe in (args, tuple(True if v == 1 and type(v) is int else v for v in args), args):
+        assert args_digest(probe, {}) == _args_digest(probe, {}, False)
+    text = "shared-prompt"
+    assert args_digest((text, text), {}) == args_digest((text, "".join(["shared-", "prompt"])), {})
