@@ -677,7 +677,9 @@ def start(
     runner = Runner(ref.agent, store, injector=injector if trace_recovery or watch else None, **options)
     if isinstance(injector, _Converge):
         injector.runner = runner
-    journal = [e for seq, start, stop in prefix for e in itertools.islice(seq, start, stop)]
+    journal: list[Any] = []
+    for seq, start, stop in prefix:
+        journal += seq[start:stop]  # a slice of the crash-free journal's view copies in one go
     runner.journal.extend(journal)
     runner.crashes.append(crash)
     runner.fail_over()
