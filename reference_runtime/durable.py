@@ -190,12 +190,12 @@ class ActionExecution:
         self._bound = bool(getattr(self.codec, "binds_records", False))
         self._captured, self._replayed = captured, replayed
         self._template = templates((*self._where, self.execution, self.failovers)) if templates is not None else None
-        # Replays take the fused path of ``execute`` unless their before-call points are watched: an injector
-        # may say it ignores them (``unwatched_replays``, the convergence watch of a sweep, spec COST-7).
-        self._fids: dict[Any, str] = {}
+        self._fids: dict[Any, str] = {}  # function ids by function, for this execution (``_function_id``)
         # New calls take the fused path of ``execute`` when no injector watches their fault points and no
         # recorded values stand in for their outcomes (PLG-25), which only open_slot does.
         self._direct = self._reach is None and not self._bound and replayed is None
+        # Replays take the fused path of ``execute`` unless their before-call points are watched: an injector
+        # may say it ignores them (``unwatched_replays``, the convergence watch of a sweep, spec COST-7).
         self._quiet = not self._bound and (
             self._reach is None or bool(getattr(self.injector, "unwatched_replays", False))
         )

@@ -282,10 +282,23 @@ class DurableHarness:
         self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], selectors: list[CrashAt], options: dict[str, Any]
     ) -> DurableRun:
         __tracebackhide__ = True  # a failure points at the test, not at the harness (PLG-24)
+        return self._recorded_run(agent, inputs, selectors, options)[0]
+
+    def _recorded_run(
+        self,
+        agent: type[Agent],
+        inputs: Sequence[tuple[str, Any]],
+        selectors: list[CrashAt],
+        options: dict[str, Any],
+        label: str | None = None,
+    ) -> tuple[DurableRun, FaultInjector]:
+        """:meth:`_plain_run`, with the injector that watched it; its store is kept as ``label`` (default:
+        ``run N`` and its crashes)."""
+        __tracebackhide__ = True  # a failure points at the test, not at the harness (PLG-24)
         injector = FaultInjector(list(selectors))
         self._plain_runs += 1
         crashes = f" crashing at {' then '.join(_selector_text(c) for c in selectors)}" if selectors else ""
-        store = self._recording(f"run {self._plain_runs}{crashes}")()
+        store = self._recording(label or f"run {self._plain_runs}{crashes}")()
         if self._ledger is not None:
             self._ledger.new_run("the run")
         options = self._options(options)
@@ -301,7 +314,7 @@ class DurableHarness:
                 f"reached: {sorted({p.label() for p in injector.trace})}"
             )
         self._count(crashes=len(injector.fired))
-        return _with_records(result, store)
+        return _with_records(result, store), injector
 
     def _sweep_run(self, agent: type[Agent], inputs: Sequence[tuple[str, Any]], options: dict[str, Any]) -> DurableRun:
         __tracebackhide__ = True  # a failure points at the test, not at the harness (PLG-24)
@@ -347,15 +360,7 @@ class DurableHarness:
         then the sweep of this part's points (PLG-29). Every scenario's outputs and memory are held against
         the crash-free run's (REC-6), so the crash-free result stands for all of them."""
         __tracebackhide__ = True  # a failure points at the test, not at the harness (PLG-24)
-        injector = FaultInjector()
-        self._plain_runs += 1
-        store = self._recording("the crash-free run")()
-        if self._ledger is not None:
-            self._ledger.new_run("the run")
-        merged = self._options(options)
-        let_time_pass(merged.get("clock"))
-        result = Runner(agent, store, injector=injector, **merged).run(inputs)
-        reached.crash_free(agent, injector.trace)
+        run, injector = self._recorded_run(agent, inputs, [], options, "the crash-free run")
         found = len(points_to_crash(injector.trace))
         if found != shard.points:
             raise AssertionError(
@@ -364,7 +369,7 @@ class DurableHarness:
                 "sweep would not cover every point once; sweep it in one test (durable.sweep) to see where"
             )
         self.sweep(agent, inputs, shard=(shard.index, shard.count), **options)
-        return _with_records(result, store)
+        return run
 
     def _hint(
         self,

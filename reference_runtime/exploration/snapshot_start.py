@@ -677,10 +677,9 @@ def start(
     runner = Runner(ref.agent, store, injector=injector if trace_recovery or watch else None, **options)
     if isinstance(injector, _Converge):
         injector.runner = runner
-    journal: list[Any] = []
     for seq, start, stop in prefix:
-        journal += seq[start:stop]  # a slice of the crash-free journal's view copies in one go
-    runner.journal.extend(journal)
+        runner.journal += seq[start:stop]  # a slice of the crash-free journal's view copies in one go
+    made = len(runner.journal)  # the entries made before the failover
     runner.crashes.append(crash)
     runner.fail_over()
     sleeps = getattr(clock, "sleeps", None) if virtual else None
@@ -692,14 +691,14 @@ def start(
     try:
         result = runner.run(ref.inputs)
     except _Converged as stop:
-        own = len(runner.journal) - len(journal)
+        own = len(runner.journal) - made
         result = _splice(ref, runner, injector, stop.mark, clock if virtual else None)
     finally:
         durable.templates = None
     recovery = Recovery(
         result,
         injector.trace[len(trace) :],
-        result.journal.after(len(journal)) if isinstance(result.journal, Joined) else result.journal[len(journal) :],
+        result.journal.after(made) if isinstance(result.journal, Joined) else result.journal[made:],
         ledger.run if ledger is not None else 0,
         (ledger_before, ledger.position() if ledger is not None else (0, 0)),
         list(sleeps[sleeps_before:]) if sleeps is not None else [],

@@ -175,22 +175,24 @@ def _fewer_full_collections() -> Iterator[None]:
     the thresholds after. A sweep keeps every point's outcome and allocates a journal entry per replayed
     call, and each full collection walks all it keeps: 30 % of a 2 000-call agent's sweep (benchmark P9b),
     which no generation-0 or -1 setting changed. Younger garbage is collected as before."""
+    global _gc_sweeps, _gc_before
     with _GC_LOCK:  # sweeps in several threads: the first in raises the threshold, the last out restores it
-        _GC_SWEEPS[0] += 1
-        if _GC_SWEEPS[0] == 1:
-            _GC_SWEEPS[1:] = gc.get_threshold()
-            gc.set_threshold(_GC_SWEEPS[1], _GC_SWEEPS[2], _GC_SWEEPS[3] * 100)
+        _gc_sweeps += 1
+        if _gc_sweeps == 1:
+            _gc_before = gc.get_threshold()
+            gc.set_threshold(_gc_before[0], _gc_before[1], _gc_before[2] * 100)
     try:
         yield
     finally:
         with _GC_LOCK:
-            _GC_SWEEPS[0] -= 1
-            if _GC_SWEEPS[0] == 0:
-                gc.set_threshold(*_GC_SWEEPS[1:])
+            _gc_sweeps -= 1
+            if _gc_sweeps == 0:
+                gc.set_threshold(*_gc_before)
 
 
-#: Sweeps running now, then the collector's thresholds from before the first of them.
-_GC_SWEEPS = [0, 0, 0, 0]
+#: Sweeps running now, and the collector's thresholds from before the first of them.
+_gc_sweeps = 0
+_gc_before: tuple[int, int, int] = (0, 0, 0)
 _GC_LOCK = threading.Lock()
 
 
