@@ -8,7 +8,7 @@ from types import FunctionType
 from typing import TYPE_CHECKING, Any, cast
 
 from .config import RuntimeSettings
-from .durable import ActionExecution, DurableAwaitable
+from .durable import MANY, ActionExecution, DurableAwaitable, plain_arguments
 from .events import Event
 from .memory import MemoryObject, _in_durable_call, check_action_access
 from .retry import RetryPolicy
@@ -18,6 +18,10 @@ from .values import check_value
 if TYPE_CHECKING:
     from .batch import DurableCall
     from .durable import Outcome
+
+
+#: Bound once: a method looked up on the context variable on every replay costs a method object (P9b).
+_current_call = _in_durable_call.get
 
 
 class RunnerContext:
@@ -114,6 +118,29 @@ class RunnerContext:
         A :class:`~reference_runtime.two_phase.TwoPhaseCommit` object runs as a two-phase commit: it takes
         ``durable_id`` and ``retry``, and no call arguments or ``reconciler`` (spec TPC-7).
         """
+        ex = self._execution
+        i = ex.index
+        if i < ex._verified:
+            # A sweep's recovery replaying a call against the record an earlier recovery replayed it against
+            # (``durable.ReplayPlan``): the same function object and plain arguments of the same types and
+            # values have the same function id and digest, and replay to the same scalar and journal entry.
+            # The fewest steps: this runs once per replayed call (12.5 million in benchmark P9b).
+            p = ex._planned[i]
+            if (
+                p is not None
+                and p[0] is func
+                and p[1] == args
+                and not kwargs
+                and reconciler is None
+                and durable_id is None
+                and retry is None
+                and ((t := p[5]) is None or type(args[0]) is t or (t is MANY and plain_arguments(args)))
+                and _current_call() is None
+                and get_ident() == self._owner
+            ):
+                ex.journal.append(p[4])
+                ex.index = i + 1
+                return p[3]
         # Both checks spelled out for the common case, a plain function called on the runner's thread: every
         # durable call and every replay passes here (benchmarks P1a, P9b); anything else takes the full checks.
         owner = self._owner

@@ -18,14 +18,16 @@ from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from concurrent.futures import Executor
 from contextvars import copy_context
 from dataclasses import dataclass, field
+from types import FunctionType
 from typing import Any, Literal, NamedTuple
 
 from . import observe
 from .clock import Clock, SystemClock
-from .codecs import PayloadCodec, RecordBinding
+from .codecs import _SCALARS, CloudpickleCodec, PayloadCodec, RecordBinding
 from .errors import DurableError, Location, NondeterminismError, PayloadDecodeError, SignatureError
 from .faults import FaultInjector, FaultPoint, Phase
 from .identity import CallContext, CallId, args_digest, flink_args_digest, function_id
+from .limits import decode_limits
 from .memory import _in_durable_call as _current_call
 from .records import ActionState, CallResult, CallStatus, StateRef
 from .retry import RetryPolicy
@@ -94,9 +96,92 @@ replayed: dict[CallId, Outcome] | None = None
 #: sharing one entry per call instead of a new one per replay keeps what a long sweep holds linear (P9b). An
 #: entry is used only where it is the one the replay would make (same function id and digest, status ok).
 templates: Callable[[tuple[str, int, str, int, int]], Sequence[JournalEntry | None] | None] | None = None
+#: ``plans`` gives, for the same (key, seq, action, execution, failovers) and the decode limits in force, the
+#: :class:`ReplayPlan` a sweep's recoveries of that action execution share: they replay the same records again
+#: and again (a sweep of a 5 000-call agent replays 12.5 million calls, benchmark P9b).
+plans: Callable[[tuple[str, int, str, int, int], Any], ReplayPlan | None] | None = None
 #: Set by a sweep around its crash-free runs only (``exploration.snapshot_start.record``), read on every async
 #: call: counts the calls whose work is in flight at once (:class:`InFlight`); None counts nothing.
 in_flight: InFlight | None = None
+
+
+#: One planned replay: ``(func, args, record, value, entry, types)``: the function object and positional
+#: arguments (ints, strings, bytes and None only; no keyword, no option) of a call that replayed ``record``,
+#: the scalar it decoded to, the journal entry it made, and what its arguments' types are checked against:
+#: None for no argument, the type of a single one, :data:`MANY` for more.
+PlanEntry = tuple[Callable[..., Any], tuple[Any, ...], "CallResult", Any, "JournalEntry", Any]
+MANY = object()
+
+
+def plain_arguments(args: tuple[Any, ...]) -> bool:
+    """Whether every argument is exactly an int, a str, bytes or None: equal arguments of those types digest
+    alike, and an equal argument of another type (a bool, a float, an enum) may not."""
+    for a in args:
+        t = type(a)
+        if t is not int and t is not str and t is not bytes and a is not None:
+            return False
+    return True
+
+
+class _Unplanned:
+    """Where a plan has no record: equal to every record (its entry is None, so nothing replays from it)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+_UNPLANNED = _Unplanned()
+
+
+class ReplayPlan:
+    """How the replays of one action execution went in a sweep's earlier recoveries, by call index, filled by
+    the fused replay path of :meth:`ActionExecution.execute` after every check of it passed. A later recovery
+    whose records are the planned ones (:meth:`take`) replays a call there without those checks when it makes
+    the same call (``RunnerContext.durable_execute``): the same function object and arguments of the same
+    types and values have the same function id and args digest (IDN-1, IDN-2), so against the same record
+    they replay to the same value and entry."""
+
+    __slots__ = ("entries", "records")
+
+    def __init__(self, size: int) -> None:
+        self.entries: list[PlanEntry | None] = [None] * size
+        self.records: list[Any] = [_UNPLANNED] * size
+
+    def add(
+        self,
+        index: int,
+        func: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        record: CallResult,
+        value: Any,
+        entry: JournalEntry,
+    ) -> None:
+        """Plan the replay at ``index`` if a later one can be matched by identity and value alone: a plain
+        function (not a two-phase commit, nothing set on it), no keyword, plain positional arguments and an
+        immutable scalar value, which every replay may share. The first plan of an index stays."""
+        entries = self.entries
+        if index >= len(entries) or entries[index] is not None:
+            return
+        if kwargs or type(func) is not FunctionType or func.__dict__ or type(value) not in _SCALARS:
+            return
+        if not plain_arguments(args):
+            return
+        types = None if not args else type(args[0]) if len(args) == 1 else MANY
+        entries[index] = (func, args, record, value, entry, types)
+        self.records[index] = record
+
+    def take(self, records: list[CallResult]) -> list[PlanEntry | None]:
+        """The entries an action execution holding ``records`` may replay from, as planned now (later plans
+        are for later executions): one per record when every planned record among them is equal to its
+        record (the same object, on the memory store), else none. One comparison of two lists per action
+        execution instead of one per replayed call."""
+        n = min(len(self.entries), len(records))
+        return self.entries[:n] if n and records[:n] == self.records[:n] else []
 
 
 class JournalEntry(NamedTuple):
@@ -189,7 +274,8 @@ class ActionExecution:
         self._reach = self.injector.recorder() if self.injector is not None else None
         self._bound = bool(getattr(self.codec, "binds_records", False))
         self._captured, self._replayed = captured, replayed
-        self._template = templates((*self._where, self.execution, self.failovers)) if templates is not None else None
+        here = (*self._where, self.execution, self.failovers)
+        self._template = templates(here) if templates is not None else None
         self._fids: dict[Any, str] = {}  # function ids by function, for this execution (``_function_id``)
         # New calls take the fused path of ``execute`` when no injector watches their fault points and no
         # recorded values stand in for their outcomes (PLG-25), which only open_slot does.
@@ -199,6 +285,22 @@ class ActionExecution:
         self._quiet = not self._bound and (
             self._reach is None or bool(getattr(self.injector, "unwatched_replays", False))
         )
+        #: The index in ``journal`` of the first entry this execution did not replay (a call it executed or
+        #: reconciled), None while there is none: a sweep's check reads from there (spec COST-7, P9b).
+        self.first_ran: int | None = None
+        self._plan: ReplayPlan | None = None
+        #: Call indexes below this may replay from ``self._planned`` (see ``RunnerContext.durable_execute``);
+        #: lowered by any write to a record below it.
+        self._verified = 0
+        self._planned: list[PlanEntry | None] = []
+        # A plan only where replays take the fused path and decode as a plain codec does (no signature, no
+        # subclass reading payloads its own way), under the limits its values were decoded with (COST-8).
+        codec = self.codec
+        if plans is not None and self._quiet and type(codec) is CloudpickleCodec and codec.hmac_key is None:
+            self._plan = plans(here, codec.limits or decode_limits())
+            if self._plan is not None:
+                self._planned = self._plan.take(self.state.call_results)
+                self._verified = len(self._planned)
 
     # -- helpers ---------------------------------------------------------------------------------
     @property
@@ -216,6 +318,8 @@ class ActionExecution:
             self._reach(FaultPoint(phase, self.ref.key, self.ref.seq, self._action, index, fid, self.execution))
 
     def write(self, index: int, results: list[CallResult]) -> None:
+        if index < self._verified:
+            self._verified = index
         records = self.state.call_results
         if index == len(records) and len(results) == 1:
             records.append(results[0])
@@ -224,6 +328,8 @@ class ActionExecution:
         self.store.put_call_results(self.ref, index, results)
 
     def truncate(self, index: int) -> None:
+        if index < self._verified:
+            self._verified = index
         del self.records[index:]
         self.store.truncate_call_results(self.ref, index)
 
@@ -498,6 +604,8 @@ class ActionExecution:
         )
         i = cid[3]
         if plan is not _REPLAY:
+            if self.first_ran is None:
+                self.first_ran = len(self.journal) - 1
             if self._captured is not None:
                 self._captured.setdefault(cid, (digest, outcome))
             reach = self._reach
@@ -556,6 +664,8 @@ class ActionExecution:
                         if entry is None or entry[1] != fid or entry[2] != digest:
                             call_id = _new(CallId, (*self._where, index, self.execution))
                             entry = _new(JournalEntry, (call_id, fid, digest, "ok", "replayed", self.failovers))
+                        elif self._plan is not None and durable_id is None and retry is None:
+                            self._plan.add(index, func, args, kwargs, records[index], value, entry)
                         self.journal.append(entry)
                         self.index = index + 1
                         return value
@@ -576,6 +686,8 @@ class ActionExecution:
                 _current_call.reset(token)
             if self._captured is not None:  # a sweep holds REC-6 against recorded values (PLG-25)
                 self._captured.setdefault(call[0], (digest, Outcome(value, error)))
+            if self.first_ran is None:
+                self.first_ran = len(self.journal)
             self.journal.append(
                 _new(
                     JournalEntry,

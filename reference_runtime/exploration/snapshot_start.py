@@ -275,6 +275,8 @@ class Reference:
     #: :meth:`template`'s cache, and the crash-free run's ok entries by execution and call index.
     _templates: dict[tuple[str, int, str, int, int], list[Any] | None] = field(default_factory=dict)
     _executions: dict[tuple[str, int, str, int], dict[int, Any]] | None = None
+    #: :meth:`plan`'s plans, by execution, failovers and decode limits.
+    _plans: dict[tuple[Any, ...], durable.ReplayPlan | None] = field(default_factory=dict)
 
     def calls(self) -> tuple[dict[Any, int], dict[Any, int]]:
         if self._calls is None:
@@ -306,6 +308,16 @@ class Reference:
                 for i, e in calls.items():
                     found[i] = e._replace(source="replayed", attempt=where[4])
             self._templates[where] = found
+        return found
+
+    def plan(self, where: tuple[str, int, str, int, int], limits: Any) -> durable.ReplayPlan | None:
+        """The replay plan the recoveries of one action execution share (``durable.plans``): as long as its
+        :meth:`template`, filled by the recoveries' replays; decoded values are kept per decode limits."""
+        key = (where, limits)
+        found = self._plans.get(key)
+        if found is None and key not in self._plans:
+            template = self.template(where)
+            found = self._plans[key] = durable.ReplayPlan(len(template)) if template else None
         return found
 
     def stamped(self, failovers: int) -> list[Any]:
@@ -552,6 +564,21 @@ class Joined(Sequence[Any]):
             index -= stop - start
         raise IndexError("journal index out of range")  # not reached: the length bounds the parts
 
+    def index(self, value: Any, start: int = 0, stop: int | None = None) -> int:
+        """As ``list.index``, searched part by part where each part lives (a check finds a crash in a trace)."""
+        start, stop, _ = slice(start, stop).indices(self._len)
+        offset = 0
+        for seq, first, last in self._parts:
+            size = last - first
+            lo, hi = max(start - offset, 0), min(stop - offset, size)
+            if lo < hi:
+                try:
+                    return offset + seq.index(value, first + lo, first + hi) - first
+                except ValueError:
+                    pass
+            offset += size
+        raise ValueError(f"{value!r} is not in the journal view")
+
     def after(self, n: int) -> Joined:
         """The entries from index ``n`` on, as parts of the same lists."""
         parts = []
@@ -587,6 +614,9 @@ class Recovery(NamedTuple):
     #: For a recovery stopped where it converged on the crash-free run (spec COST-7): how many of
     #: ``journal`` it made itself (the rest is the crash-free run's); None for a recovery run to its end.
     converged: int | None = None
+    #: Where in ``journal`` the first entry the recovery did not replay is (``Runner.first_ran``): every
+    #: entry before it is a replay; ``converged`` when there is none.
+    ran_from: int = 0
 
 
 def recovery_key(ref: Reference, point: FaultPoint) -> tuple[Any, ...]:
@@ -639,13 +669,14 @@ def start(
         for begin, end in spans:
             slept = list(getattr(clock, "sleeps", [])[begin.sleeps : end.sleeps])
             _move_clock(clock, slept, (end.now or 0.0) - (begin.now or 0.0))
-    trace = ref.trace[: mark.trace + 1]
-    crash = trace[-1]
+    crash = ref.trace[mark.trace]
     reached.crashed(ref.agent, [crash])  # crash coverage (COV-2)
-    # The crash-free run's entries made before the failover: up to the point, then the tail.
+    # The crash-free run's points and entries before the failover: up to the point, then the tail. Kept as
+    # parts of its lists, not copied: a sweep starts one scenario per point, each as deep as its point (P9b).
+    before = [(ref.trace, 0, mark.trace + 1)]
     prefix = [(ref.result.journal, 0, ref.journaled[mark.trace])]
     if tail is not None:
-        trace += ref.trace[tail[0] + 1 : tail[1]]
+        before.append((ref.trace, tail[0] + 1, tail[1]))
         prefix.append((ref.result.journal, ref.journaled[tail[0]], ref.journaled[tail[1]]))
     if shared is not None:
         let_time_pass(clock)  # the failover's
@@ -661,13 +692,16 @@ def start(
             failovers=r.failovers,
             crashes=[crash],
         )
-        return result, FaultInjector(trace=trace + shared.trace, fired=[crash], must_fire=False), shared
+        seen = Joined(*before, (shared.trace, 0, len(shared.trace)))
+        return result, FaultInjector(trace=seen, fired=[crash], must_fire=False), shared  # type: ignore[arg-type]
     store: ActionStateStore = ref.store()
     ref.log.replay(store, mark.store)
     if tail is not None:
         ref.log.replay(store, ref.mark_at(tail[1]).store, ref.mark_at(tail[0]).store)
     # Crash coverage (COV-3) counts what recoveries run: a scenario it watches runs to its end.
     watch = converge and tail is None and ledger is None and ref.no_converge is None and observe.current is None
+    # A list where the recovery's points are recorded after the crash-free run's; else a view, read only.
+    trace: Any = list(Joined(*before)) if trace_recovery else Joined(*before)
     injector: FaultInjector
     if watch:
         store = WriteLog(store)
@@ -686,15 +720,15 @@ def start(
     sleeps_before = len(sleeps) if sleeps is not None else 0
     now_before = clock.now() if virtual else None
     ledger_before = ledger.position() if ledger is not None else (0, 0)
-    own = None
-    durable.templates = ref.template
+    own: int | None = None
+    durable.templates, durable.plans = ref.template, ref.plan
     try:
         result = runner.run(ref.inputs)
     except _Converged as stop:
         own = len(runner.journal) - made
         result = _splice(ref, runner, injector, stop.mark, clock if virtual else None)
     finally:
-        durable.templates = None
+        durable.templates = durable.plans = None
     recovery = Recovery(
         result,
         injector.trace[len(trace) :],
@@ -704,6 +738,7 @@ def start(
         list(sleeps[sleeps_before:]) if sleeps is not None else [],
         clock.now() - now_before if now_before is not None else None,
         own,
+        runner.first_ran - made if runner.first_ran is not None else (own or 0),
     )
     return result, injector, recovery
 
@@ -821,7 +856,8 @@ def check_converged(
     rest = len(ref.result.journal) - (len(recovery.journal) - recovery.converged)
     # The check reads a journal's executed entries only; the recovery's are the same for the points sharing it.
     if ref._ran is None or ref._ran[0] is not recovery:
-        ref._ran = (recovery, [e for e in recovery.journal[: recovery.converged] if e.source == "executed"])
+        ran = recovery.journal[recovery.ran_from : recovery.converged]  # what it did not replay: a few
+        ref._ran = (recovery, [e for e in ran if e.source == "executed"])
     own = ref._ran[1]
     executed = {e.call_id for e in own}
     where, recorded = ref.calls()
