@@ -395,8 +395,8 @@ def shard_points(
 
 
 #: What a point costs beside its recovery's replays (its store, start and check), in replayed calls: about
-#: 0.23 ms against 1.7 µs per replay in a 3 000-call sweep (benchmark P9b).
-_POINT_COST = 130
+#: 0.15 ms against 0.46 µs per planned replay (COST-8) in sweeps of 500 to 5 000 calls (benchmark P9b).
+_POINT_COST = 330
 
 
 def _rec6(outcome: PointOutcome) -> bool:
