@@ -6,10 +6,11 @@ Each scenario starts from a snapshot (PLG-16), shares its recovery with the poin
 after re-running the crashed call. What is left cannot be skipped: the agent's code cannot be resumed
 mid-function, so the recovery of a crash at call c replays calls 0 .. c-1 before it gets there, and a sweep
 replays N (N + 1) / 2 calls in all (12.5 million at N = 5 000). The floor row is that many replays at the
-rate this runtime replays a recorded call (a recovery that replays all N calls and completes), plus one
-crash-free run; beside it the least a replay can be in Python (the agent's generator step, the call, one
-dict lookup and an append), and that plus matching the record by its arguments' digest (IDN-2). Each sweep
-runs in a child process: its CPU time and peak memory.
+rate this runtime replays a recorded call as a sweep's recoveries do, from the replay plan an earlier
+recovery made (COST-8; a recovery that replays all N calls and completes), plus one crash-free run; beside
+it the same replays without the plan, the least a replay can be in Python (the agent's generator step, the
+call, one dict lookup and an append), and that plus matching the record by its arguments' digest (IDN-2).
+Each sweep runs in a child process: its CPU time and peak memory.
 
 The ``-n 2`` rows run one pytest test marked ``durable_sweep(Many, [("k", N)], shards="auto")`` without
 xdist (one part) and with ``-n 2`` (two parts, PLG-29): wall time of the whole pytest run, ratio in one run.
