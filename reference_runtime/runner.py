@@ -265,7 +265,7 @@ class Runner:
         self.journal: list[JournalEntry] = []
         #: The index in ``journal`` of the first entry an action execution of this runner did not replay
         #: (every earlier entry was replayed, or put there by its caller), None while there is none.
-        self.first_ran: int | None = None
+        self._first_ran: int | None = None
         self.failovers = 0
         self.crashes: list[FaultPoint] = []
         self.checkpoints: list[Checkpoint] = []
@@ -563,8 +563,8 @@ class Runner:
                 f"action raised {type(exc).__name__}: {exc}", Location(ref.key, ref.seq, spec.name)
             ) from exc
         finally:
-            if self.first_ran is None and execution.first_ran is not None:
-                self.first_ran = len(self.journal) + execution.first_ran
+            if self._first_ran is None and execution.first_ran is not None:
+                self._first_ran = len(self.journal) + execution.first_ran
             self.journal.extend(execution.journal)
             if watcher is not None:
                 watcher.action_ended(self.agent, ref, execution.journal)

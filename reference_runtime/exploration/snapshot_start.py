@@ -614,7 +614,7 @@ class Recovery(NamedTuple):
     #: For a recovery stopped where it converged on the crash-free run (spec COST-7): how many of
     #: ``journal`` it made itself (the rest is the crash-free run's); None for a recovery run to its end.
     converged: int | None = None
-    #: Where in ``journal`` the first entry the recovery did not replay is (``Runner.first_ran``): every
+    #: Where in ``journal`` the first entry the recovery did not replay is (``Runner._first_ran``): every
     #: entry before it is a replay; ``converged`` when there is none.
     ran_from: int = 0
 
@@ -738,7 +738,7 @@ def start(
         list(sleeps[sleeps_before:]) if sleeps is not None else [],
         clock.now() - now_before if now_before is not None else None,
         own,
-        runner.first_ran - made if runner.first_ran is not None else (own or 0),
+        runner._first_ran - made if runner._first_ran is not None else (own or 0),
     )
     return result, injector, recovery
 
