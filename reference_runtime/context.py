@@ -144,13 +144,13 @@ class RunnerContext:
         # Both checks spelled out for the common case, a plain function called on the runner's thread: every
         # durable call and every replay passes here (benchmarks P1a, P9b); anything else takes the full checks.
         owner = self._owner
-        if _in_durable_call.get() is not None or (owner is not None and get_ident() != owner):
+        if _current_call() is not None or (owner is not None and get_ident() != owner):
             check_action_access(owner, "durable_execute")
         if (type(func) is not FunctionType or func.__dict__) and is_two_phase(func):
             check_arguments(func, args, kwargs, reconciler)
             return execute_two_phase(self._execution, cast(TwoPhaseCommit, func), durable_id, retry=retry)
         call: Callable[..., Any] = func  # type: ignore[assignment]  # not a TwoPhaseCommit (is_two_phase above)
-        return self._execution.execute(call, args, kwargs, reconciler, durable_id, retry)
+        return ex.execute(call, args, kwargs, reconciler, durable_id, retry)
 
     def durable_call(
         self,

@@ -26,7 +26,7 @@ from .clock import Clock, SystemClock
 from .codecs import _SCALARS, CloudpickleCodec, PayloadCodec, RecordBinding
 from .errors import DurableError, Location, NondeterminismError, PayloadDecodeError, SignatureError
 from .faults import FaultInjector, FaultPoint, Phase
-from .identity import CallContext, CallId, args_digest, flink_args_digest, function_id
+from .identity import CallContext, CallId, _args_digest, args_digest, flink_args_digest, function_id
 from .limits import decode_limits
 from .memory import _in_durable_call as _current_call
 from .records import ActionState, CallResult, CallStatus, StateRef
@@ -672,12 +672,15 @@ class ActionExecution:
         elif index == len(records) and reconciler is None and retry is None and self._direct:
             # A new call with nothing watching its fault points: open_slot, run and finalize in one function
             # (benchmark P1: the durable call on the memory store).
-            digest = args_digest(args, kwargs, False)  # a new call: its arguments were never digested here
-            call = _new(CallContext, (_new(CallId, (*self._where, index, self.execution)), fid, digest, 1))
+            digest = _args_digest(args, kwargs, False)  # a new call: its arguments were never digested here
+            # ``where + (...)`` rather than ``(*where, ...)``: a tuple concatenation builds no list (P1a).
+            call_id = _new(CallId, self._where + (index, self.execution))  # noqa: RUF005
+            call = _new(CallContext, (call_id, fid, digest, 1))
             error: Exception | None = None
             token = _current_call.set(call)
             try:
-                value = func(*args, **kwargs)
+                # ``**kwargs`` copies the dict even when it is empty, as it is in most calls (P1a).
+                value = func(*args, **kwargs) if kwargs else func(*args)
             except DurableError:
                 raise
             except Exception as exc:
@@ -685,13 +688,13 @@ class ActionExecution:
             finally:
                 _current_call.reset(token)
             if self._captured is not None:  # a sweep holds REC-6 against recorded values (PLG-25)
-                self._captured.setdefault(call[0], (digest, Outcome(value, error)))
+                self._captured.setdefault(call_id, (digest, Outcome(value, error)))
             if self.first_ran is None:
                 self.first_ran = len(self.journal)
             self.journal.append(
                 _new(
                     JournalEntry,
-                    (call[0], fid, digest, "ok" if error is None else "error", "executed", self.failovers),
+                    (call_id, fid, digest, "ok" if error is None else "error", "executed", self.failovers),
                 )
             )
             if error is None:

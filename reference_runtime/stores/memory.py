@@ -75,7 +75,11 @@ class InMemoryStore:
         return state
 
     def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
-        with self._lock:
+        # The lock taken and released by hand, not by ``with``: the statement looks up and calls the lock's
+        # ``__enter__`` and ``__exit__``, 2 % of a durable call (benchmark P1a).
+        lock = self._lock
+        lock.acquire()
+        try:
             entry = self._entries.get(ref.state_key)
             if entry is None:
                 raise StoreError(f"no action state to add call results to [{location(ref, index)}]")
@@ -89,6 +93,8 @@ class InMemoryStore:
             self._writes += 1
             if self.count_bytes:
                 self.bytes_written += sum(len(encode_call_result(r)) for r in results)
+        finally:
+            lock.release()
 
     def truncate_call_results(self, ref: StateRef, index: int) -> None:
         with self._lock:
