@@ -145,11 +145,12 @@ class ReplayPlan:
     types and values have the same function id and args digest (IDN-1, IDN-2), so against the same record
     they replay to the same value and entry."""
 
-    __slots__ = ("entries", "records")
+    __slots__ = ("entries", "planned", "records")
 
     def __init__(self, size: int) -> None:
         self.entries: list[PlanEntry | None] = [None] * size
         self.records: list[Any] = [_UNPLANNED] * size
+        self.planned = 0
 
     def add(
         self,
@@ -174,12 +175,15 @@ class ReplayPlan:
         types = None if not args else type(args[0]) if len(args) == 1 else MANY
         entries[index] = (func, args, record, value, entry, types)
         self.records[index] = record
+        self.planned += 1
 
     def take(self, records: list[CallResult]) -> list[PlanEntry | None]:
         """The entries an action execution holding ``records`` may replay from, as planned now (later plans
         are for later executions): one per record when every planned record among them is equal to its
         record (the same object, on the memory store), else none. One comparison of two lists per action
         execution instead of one per replayed call."""
+        if not self.planned:  # an agent whose results are not scalars plans nothing: no comparison at all
+            return []
         n = min(len(self.entries), len(records))
         return self.entries[:n] if n and records[:n] == self.records[:n] else []
 
