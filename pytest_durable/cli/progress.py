@@ -1,17 +1,19 @@
-"""The progress line of a long ``durable sweep`` (spec CLI-2): points done of all, crashes fired, time left.
+"""The progress line of a long ``durable sweep`` (spec CLI-7): points done of all, crashes fired, time left.
 
 Drawn on standard error, and only when it is a terminal: a sweep whose output goes to a file or a pipe prints
-nothing but its matrix. No dependency: one line rewritten in place with a carriage return, at most ten times
-a second, and wiped before the matrix is printed.
+nothing but its matrix. The line is tqdm's (redrawn in place at most ten times a second, its estimate of the
+time left, wiped when closed), imported only when a sweep draws it: the pytest plugin never loads it.
 """
 
 from __future__ import annotations
 
 import sys
-import time
-from typing import TextIO
+from typing import Any, TextIO
 
 __all__ = ["ProgressLine", "wanted"]
+
+#: One line: no bar, the counts the spec names (CLI-7). ``{postfix}`` is ", N crashes fired".
+_FORMAT = "durable sweep: {n_fmt}/{total_fmt} fault points ({percentage:.0f}%){postfix}, ETA {remaining}"
 
 
 def wanted(stream: TextIO, asked: bool | None) -> bool:
@@ -26,48 +28,51 @@ def wanted(stream: TextIO, asked: bool | None) -> bool:
         return False
 
 
-def _duration(seconds: float) -> str:
-    seconds = max(0, round(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
+def _quiet_tqdm() -> Any:
+    """tqdm without its monitor thread (which only unsticks bars updated from other threads): a sweep
+    reports from the thread that runs it."""
+    from tqdm import tqdm
+
+    class Line(tqdm):  # type: ignore[type-arg]
+        monitor_interval = 0
+
+    return Line
 
 
 class ProgressLine:
-    """A callable for :func:`~reference_runtime.exploration.sweep.sweep`'s ``progress``."""
+    """A callable for :func:`~reference_runtime.exploration.sweep.sweep`'s ``progress``, drawing with tqdm."""
 
     def __init__(self, stream: TextIO | None = None, every: float = 0.1) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.every = every
-        self._now = time.monotonic
-        self._start: float | None = None
-        self._drawn = float("-inf")
-        self._width = 0
+        self._bar: Any = None
 
-    def text(self, done: int, total: int, fired: int, elapsed: float) -> str:
+    @staticmethod
+    def text(done: int, total: int, fired: int, elapsed: float) -> str:
         """The line for ``done`` of ``total`` points after ``elapsed`` seconds."""
-        share = f" ({100 * done // total}%)" if total else ""
-        left = "?" if not done else _duration(elapsed / done * (total - done))
-        return f"durable sweep: {done}/{total} fault points{share}, {fired} crashes fired, ETA {left}"
+        from tqdm import tqdm
+
+        return str(tqdm.format_meter(done, total, elapsed, bar_format=_FORMAT, postfix=f"{fired} crashes fired"))
 
     def __call__(self, done: int, total: int, fired: int) -> None:
-        now = self._now()
-        if self._start is None:
-            self._start = now
-        if done < total and now - self._drawn < self.every:
-            return
-        self._drawn = now
-        line = self.text(done, total, fired, now - self._start)
-        pad = " " * max(0, self._width - len(line))
-        self._width = len(line)
-        self.stream.write("\r" + line + pad)
-        self.stream.flush()
+        if self._bar is None:
+            self._bar = _quiet_tqdm()(
+                total=total,
+                file=self.stream,
+                bar_format=_FORMAT,
+                postfix=f"{fired} crashes fired",
+                mininterval=self.every,
+                miniters=1,
+                leave=False,  # closed, the line is wiped: the matrix starts at the left margin
+            )
+        bar = self._bar
+        bar.set_postfix_str(f"{fired} crashes fired", refresh=False)
+        bar.update(done - bar.n)
+        if done >= total:
+            bar.refresh()  # the last count is always drawn, however soon after the one before
 
     def close(self) -> None:
         """Wipe the line, so what is printed next starts at the left margin."""
-        if self._width:
-            self.stream.write("\r" + " " * self._width + "\r")
-            self.stream.flush()
-            self._width = 0
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None

@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -474,23 +475,27 @@ def test_sweep_progress_only_on_a_terminal(
         assert "fault points" in out
         if drawn:
             last = err.text.rstrip(" \r").split("\r")[-1]
-            assert re.fullmatch(r"durable sweep: (\d+)/\1 fault points \(100%\), \1 crashes fired, ETA 0s", last), last
+            done = r"durable sweep: (\d+)/\1 fault points \(100%\), \1 crashes fired, ETA 00:00"
+            assert re.fullmatch(done, last), last
             assert err.text.endswith("\r")  # wiped
         else:
             assert err.text == "", err.text
 
 
 def test_the_progress_line_counts_and_estimates() -> None:
-    """CLI-7: the line's text, its estimate of the time left, and that it redraws at most every `every` s."""
+    """CLI-7: the line's text, its estimate of the time left, that it redraws at most every `every` s, and
+    that drawing it starts no thread (tqdm's monitor is off)."""
     from pytest_durable.cli.progress import ProgressLine, wanted
 
     term = _Terminal(True)
     line = ProgressLine(term, every=3600)  # type: ignore[arg-type]
     assert line.text(0, 10, 0, 0.0) == "durable sweep: 0/10 fault points (0%), 0 crashes fired, ETA ?"
-    assert line.text(5, 10, 4, 50.0) == "durable sweep: 5/10 fault points (50%), 4 crashes fired, ETA 50s"
-    assert line.text(1, 100, 1, 60.0).endswith("ETA 1h39m")
+    assert line.text(5, 10, 4, 50.0) == "durable sweep: 5/10 fault points (50%), 4 crashes fired, ETA 00:50"
+    assert line.text(1, 100, 1, 60.0).endswith("ETA 1:39:00")
+    threads = threading.active_count()
     line(0, 10, 0)
     line(1, 10, 1)  # within `every` of the last draw: not drawn
+    assert threading.active_count() == threads
     line(10, 10, 10)  # the last one always is
     assert term.text.count("\r") == 2
     line.close()
