@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 
 from pytest_durable.sweep import Scenario, check, points_to_crash, selector_for, sweep
-from reference_runtime import Agent, Event, InputEvent, OutputEvent, Runner, RunnerContext, action, durable
+from reference_runtime import Agent, Event, InputEvent, OutputEvent, Runner, RunnerContext, action
 from reference_runtime.exploration import snapshot_start as snap
 from reference_runtime.stores.memory import InMemoryStore
 
@@ -75,11 +75,8 @@ def scenario_cost(calls: int) -> tuple[float, float, float]:
     for store in stores:
         runner = Runner(Many, store)
         runner.fail_over()
-        durable.templates, durable.plans = ref.template, ref.plan  # replays planned by the scenarios (COST-8)
-        try:
+        with ref.replaying():  # replays planned by the scenarios (COST-8)
             runner.run([("k", calls)])
-        finally:
-            durable.templates = durable.plans = None
     bare_s = (time.process_time() - start) / len(stores)
     start = time.process_time()
     for _ in range(3):

@@ -19,6 +19,7 @@ xdist (one part) and with ``-n 2`` (two parts, PLG-29): wall time of the whole p
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -29,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from reference_runtime import Runner, durable
+from reference_runtime import Runner
 from reference_runtime.exploration import snapshot_start as snap
 from reference_runtime.faults import Phase
 from reference_runtime.identity import args_digest
@@ -92,14 +93,10 @@ def replay_per_call(calls: int, planned: bool) -> float:
         ref.log.replay(store, before_complete.store)
         runner = Runner(Many, store)
         runner.fail_over()
-        if planned:
-            durable.templates, durable.plans = ref.template, ref.plan
-        start = time.process_time()
-        try:
+        with ref.replaying() if planned else contextlib.nullcontext():
+            start = time.process_time()
             runner.run([("k", calls)])
-        finally:
-            durable.templates = durable.plans = None
-        best = min(best, time.process_time() - start)
+            best = min(best, time.process_time() - start)
     return best / calls
 
 

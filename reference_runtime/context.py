@@ -20,8 +20,9 @@ if TYPE_CHECKING:
     from .durable import Outcome
 
 
-#: Bound once: a method looked up on the context variable on every replay costs a method object (P9b).
-_current_call = _in_durable_call.get
+#: The durable call running on this thread, if any (its ``get`` bound once: a method looked up on the
+#: context variable on every durable call costs a method object, P1a, P9b).
+_running_call = _in_durable_call.get
 
 
 class RunnerContext:
@@ -135,7 +136,7 @@ class RunnerContext:
                 and durable_id is None
                 and retry is None
                 and ((t := p[5]) is None or type(args[0]) is t or (t is MANY and plain_arguments(args)))
-                and _current_call() is None
+                and _running_call() is None
                 and get_ident() == self._owner
             ):
                 ex.journal.append(p[4])
@@ -144,7 +145,7 @@ class RunnerContext:
         # Both checks spelled out for the common case, a plain function called on the runner's thread: every
         # durable call and every replay passes here (benchmarks P1a, P9b); anything else takes the full checks.
         owner = self._owner
-        if _current_call() is not None or (owner is not None and get_ident() != owner):
+        if _running_call() is not None or (owner is not None and get_ident() != owner):
             check_action_access(owner, "durable_execute")
         if (type(func) is not FunctionType or func.__dict__) and is_two_phase(func):
             check_arguments(func, args, kwargs, reconciler)

@@ -19,6 +19,7 @@ sampled point gives the same answer both ways; otherwise the sweep re-executes, 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -319,6 +320,16 @@ class Reference:
             template = self.template(where)
             found = self._plans[key] = durable.ReplayPlan(len(template)) if template else None
         return found
+
+    @contextlib.contextmanager
+    def replaying(self, plan: bool = True) -> Iterator[None]:
+        """Recoveries run in the block journal their replays from :meth:`template` and, with ``plan``, replay
+        from :meth:`plan` (``durable.templates``, ``durable.plans``, unset again after the block)."""
+        durable.templates, durable.plans = self.template, (self.plan if plan else None)
+        try:
+            yield
+        finally:
+            durable.templates = durable.plans = None
 
     def stamped(self, failovers: int) -> list[Any]:
         """The crash-free journal's entries as a recovery after ``failovers`` failovers journals them."""
@@ -721,14 +732,12 @@ def start(
     now_before = clock.now() if virtual else None
     ledger_before = ledger.position() if ledger is not None else (0, 0)
     own: int | None = None
-    durable.templates, durable.plans = ref.template, ref.plan
-    try:
-        result = runner.run(ref.inputs)
-    except _Converged as stop:
-        own = len(runner.journal) - made
-        result = _splice(ref, runner, injector, stop.mark, clock if virtual else None)
-    finally:
-        durable.templates = durable.plans = None
+    with ref.replaying():
+        try:
+            result = runner.run(ref.inputs)
+        except _Converged as stop:
+            own = len(runner.journal) - made
+            result = _splice(ref, runner, injector, stop.mark, clock if virtual else None)
     recovery = Recovery(
         result,
         injector.trace[len(trace) :],

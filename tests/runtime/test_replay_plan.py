@@ -11,7 +11,6 @@ import enum
 import pickle
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -104,20 +103,11 @@ def _store_at_last_call(ref: snap.Reference) -> InMemoryStore:
     return store
 
 
-@contextmanager
-def _planning(ref: snap.Reference, on: bool) -> Iterator[None]:
-    durable.templates, durable.plans = ref.template, (ref.plan if on else None)
-    try:
-        yield
-    finally:
-        durable.templates = durable.plans = None
-
-
 def _recover(ref: snap.Reference, store: InMemoryStore, plan: bool, mode: str = "lenient") -> Any:
     """A recovery's outputs and journal, or the error it raised."""
     runner = Runner(Planned, store, mismatch=mode)
     runner.fail_over()
-    with _planning(ref, plan):
+    with ref.replaying(plan):
         try:
             result = runner.run(INPUTS)
         except Exception as exc:
