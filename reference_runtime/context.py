@@ -147,9 +147,20 @@ class RunnerContext:
         owner = self._owner
         if _running_call() is not None or (owner is not None and get_ident() != owner):
             check_action_access(owner, "durable_execute")
-        if (type(func) is not FunctionType or func.__dict__) and is_two_phase(func):
-            check_arguments(func, args, kwargs, reconciler)
-            return execute_two_phase(self._execution, cast(TwoPhaseCommit, func), durable_id, retry=retry)
+        if type(func) is not FunctionType or func.__dict__:
+            if is_two_phase(func):
+                check_arguments(func, args, kwargs, reconciler)
+                return execute_two_phase(self._execution, cast(TwoPhaseCommit, func), durable_id, retry=retry)
+        elif (
+            i == len(ex.state.call_results)
+            and ex._direct
+            and reconciler is None
+            and durable_id is None
+            and retry is None
+        ):
+            # A plain function called for the first time, nothing watching: straight to the fused path,
+            # without execute's look at the records (benchmark P1a).
+            return ex.new_call(func, args, kwargs, None)
         call: Callable[..., Any] = func  # type: ignore[assignment]  # not a TwoPhaseCommit (is_two_phase above)
         return ex.execute(call, args, kwargs, reconciler, durable_id, retry)
 

@@ -81,7 +81,8 @@ def current_call() -> CallContext:
     ctx = _current_call.get()
     if ctx is None:
         raise RuntimeError("current_call() is only available inside a function run by durable_execute")
-    return ctx
+    # A new call's fused path sets a plain tuple of the same fields (ActionExecution.new_call, P1a).
+    return ctx if type(ctx) is CallContext else _new(CallContext, ctx)
 
 
 #: Set by the crash-exploration engine only (a sweep, never a runner's user), read once per action execution:
@@ -674,49 +675,59 @@ class ActionExecution:
                         self.index = index + 1
                         return value
         elif index == len(records) and reconciler is None and retry is None and self._direct:
-            # A new call with nothing watching its fault points: open_slot, run and finalize in one function
-            # (benchmark P1: the durable call on the memory store).
-            digest = _args_digest(args, kwargs, False)  # a new call: its arguments were never digested here
-            # ``where + (...)`` rather than ``(*where, ...)``: a tuple concatenation builds no list (P1a).
-            call_id = _new(CallId, self._where + (index, self.execution))  # noqa: RUF005
-            call = _new(CallContext, (call_id, fid, digest, 1))
-            error: Exception | None = None
-            token = _current_call.set(call)
-            try:
-                # ``**kwargs`` copies the dict even when it is empty, as it is in most calls (P1a).
-                value = func(*args, **kwargs) if kwargs else func(*args)
-            except DurableError:
-                raise
-            except Exception as exc:
-                value, error = None, exc
-            finally:
-                _current_call.reset(token)
-            if self._captured is not None:  # a sweep holds REC-6 against recorded values (PLG-25)
-                self._captured.setdefault(call_id, (digest, Outcome(value, error)))
-            if self.first_ran is None:
-                self.first_ran = len(self.journal)
-            self.journal.append(
-                _new(
-                    JournalEntry,
-                    (call_id, fid, digest, "ok" if error is None else "error", "executed", self.failovers),
-                )
-            )
-            if error is None:
-                try:
-                    result = _new(CallResult, (fid, digest, self.codec.encode_result(value), None, _SUCCEEDED))
-                except Exception:
-                    result = self.encode(fid, digest, Outcome(value, None), index)  # raises, as open_slot's path
-            else:
-                result = self.encode(fid, digest, Outcome(None, error), index)
-            records.append(result)
-            self.store.put_call_results(self.ref, index, [result])
-            self.index = index + 1
-            if error is not None:
-                raise error
-            return value
+            return self.new_call(func, args, kwargs, fid)
         slot = self.open_slot(self.index, func, args, kwargs, reconciler, durable_id, retry)
         recorded = slot[2]
         return self.finalize(slot, self.run(slot) if recorded is None else recorded, True)
+
+    def new_call(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], fid: str | None) -> Any:
+        """A call made for the first time with nothing watching its fault points and no recorded value
+        standing in for it (``self._direct``), at the end of the records: open_slot, run and finalize in one
+        function. The caller checked that; ``fid`` is the function id, None to look it up. The context calls
+        this straight from ``durable_execute`` for a plain call (benchmark P1a: every durable call of a run
+        that is not a recovery passes here)."""
+        index = self.index
+        if fid is None:
+            try:
+                fid = self._fids[func]
+            except (KeyError, TypeError):
+                fid = self._function_id(func)
+        digest = _args_digest(args, kwargs, False)  # a new call: its arguments were never digested here
+        # ``where + (...)`` rather than ``(*where, ...)``: a tuple concatenation builds no list (P1a).
+        call_id = _new(CallId, self._where + (index, self.execution))  # noqa: RUF005
+        error: Exception | None = None
+        # The running call as a plain tuple of CallContext's fields: current_call() makes the named tuple
+        # when a function asks for it, which few do (P1a).
+        token = _current_call.set((call_id, fid, digest, 1))
+        try:
+            # ``**kwargs`` copies the dict even when it is empty, as it is in most calls (P1a).
+            value = func(*args, **kwargs) if kwargs else func(*args)
+        except DurableError:
+            raise
+        except Exception as exc:
+            value, error = None, exc
+        finally:
+            _current_call.reset(token)
+        if self._captured is not None:  # a sweep holds REC-6 against recorded values (PLG-25)
+            self._captured.setdefault(call_id, (digest, Outcome(value, error)))
+        if self.first_ran is None:
+            self.first_ran = len(self.journal)
+        self.journal.append(
+            _new(JournalEntry, (call_id, fid, digest, "ok" if error is None else "error", "executed", self.failovers))
+        )
+        if error is None:
+            try:
+                result = _new(CallResult, (fid, digest, self.codec.encode_result(value), None, _SUCCEEDED))
+            except Exception:
+                result = self.encode(fid, digest, Outcome(value, None), index)  # raises, as open_slot's path
+        else:
+            result = self.encode(fid, digest, Outcome(None, error), index)
+        self.state.call_results.append(result)
+        self.store.put_call_results(self.ref, index, [result])
+        self.index = index + 1
+        if error is not None:
+            raise error
+        return value
 
     def _function_id(self, func: Callable[..., Any]) -> str:
         """``function_id(func)``, looked up once per execution: an action calls the same few functions."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import MemoryAccessError
-from .identity import CallContext
+from .identity import CallContext, CallId
 from .records import MemoryUpdate
 from .values import memory_value
 
@@ -31,8 +31,12 @@ MemoryType = Literal["short_term", "sensory"]
 NESTED_OBJECT = "NestedObject"
 
 #: The durable call being executed, if any: ``current_call()`` reads it, and memory and ``send_event``
-#: are off limits while it is set. One variable, set once per call attempt.
-_in_durable_call: ContextVar[CallContext | None] = ContextVar("durable_call", default=None)
+#: are off limits while it is set. One variable, set once per call attempt: to a CallContext, or to a plain
+#: tuple of its fields on a new call's fused path (``ActionExecution.new_call``; ``current_call()`` makes the
+#: named tuple from it, benchmark P1a).
+_in_durable_call: ContextVar[CallContext | tuple[CallId, str, str, int] | None] = ContextVar(
+    "durable_call", default=None
+)
 
 
 def check_action_access(owner: int | None, what: str) -> None:
@@ -40,7 +44,7 @@ def check_action_access(owner: int | None, what: str) -> None:
     call = _in_durable_call.get()
     if call is not None:
         raise MemoryAccessError(
-            f"{what} is not allowed inside a durable function ({call.function_id}): a durable call's only "
+            f"{what} is not allowed inside a durable function ({call[1]}): a durable call's only "
             "effect on the agent must be its recorded result; return the value and use it from the action"
         )
     if owner is not None and threading.get_ident() != owner:

@@ -54,11 +54,11 @@ class LedgerError(AssertionError):
 
 
 def _call_id(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    from reference_runtime.durable import current_call
     from reference_runtime.memory import _in_durable_call
 
-    ctx = _in_durable_call.get()
-    if ctx is not None:
-        return ctx.idempotency_key
+    if _in_durable_call.get() is not None:
+        return current_call().idempotency_key
     shown = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in sorted(kwargs.items()))])
     return f"outside:({shown})"
 

@@ -8,13 +8,25 @@ from __future__ import annotations
 
 import copy
 import itertools
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reference_runtime import Agent, CrashAt, Event, FaultInjector, InputEvent, Phase, Runner, RunnerContext, action
+from reference_runtime import (
+    Agent,
+    CrashAt,
+    Event,
+    FaultInjector,
+    InputEvent,
+    OutputEvent,
+    Phase,
+    Runner,
+    RunnerContext,
+    action,
+)
 from reference_runtime.memory import FlatMemory, MemoryView
 from reference_runtime.snapshots import Layered, Prefix
 from reference_runtime.stores.memory import InMemoryStore
@@ -314,3 +326,50 @@ def test_failover_limit_counts_the_failovers_of_one_run() -> None:
         runner.injector = FaultInjector([CrashAt(Phase.AFTER_COMPLETE)])
         runner.run([("k", i)], max_failovers=1)
     assert runner.failovers == 3
+
+
+def test_the_p1a_floor_makes_what_a_durable_call_makes() -> None:
+    """Benchmark P1a prints a floor beside the durable call: ``least_call``, the work every call must do with
+    nothing checked. It is a floor only if it does that work: the same outputs, journal (call ids, function
+    ids, digests), records written to the store, and ``current_call()`` inside the function."""
+    from benchmarks import p1_overhead as p1
+    from reference_runtime.durable import current_call
+    from reference_runtime.records import CallResult, StateRef
+
+    keys: list[str] = []
+
+    def step(i: int) -> int:
+        keys.append(current_call().idempotency_key)
+        return i * 3
+
+    class Calls(Agent):
+        @action(InputEvent)
+        @staticmethod
+        def run(event: Event, ctx: RunnerContext) -> None:
+            ctx.send_event(OutputEvent([ctx.durable_execute(step, i) for i in range(event.attributes["input"])]))
+
+    class Kept(InMemoryStore):
+        """Keeps every record written (the runner prunes a finished action's state)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.written: list[tuple[int, tuple[Any, ...]]] = []
+
+        def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
+            self.written += [(index + i, tuple(r)) for i, r in enumerate(results)]
+            super().put_call_results(ref, index, results)
+
+    made = {}
+    real = RunnerContext.durable_execute
+    for mode in ("real", "floor"):
+        keys.clear()
+        store = Kept()
+        if mode == "floor":
+            RunnerContext.durable_execute = p1.least_call  # type: ignore[method-assign,assignment]
+        try:
+            result = Runner(Calls, store).run([("k", 5)])
+        finally:
+            RunnerContext.durable_execute = real  # type: ignore[method-assign]
+        made[mode] = (result.outputs, [tuple(e) for e in result.journal], store.written, list(keys))
+    assert made["floor"] == made["real"]
+    assert len(made["real"][2]) == 5 and made["real"][0] == {"k": [[0, 3, 6, 9, 12]]}

@@ -116,21 +116,27 @@ def _recover(ref: snap.Reference, store: InMemoryStore, plan: bool, mode: str = 
 
 
 def _planned_replays(ref: snap.Reference, store_at: Callable[[], InMemoryStore]) -> tuple[Any, int]:
-    """Run one recovery to fill the plan, then another, counting the replays that took the full path."""
+    """Run one recovery to fill the plan, then another, counting the calls that did not replay from the plan:
+    through the full path (``execute``) or, a call made for the first time, straight to ``new_call``."""
     _recover(ref, store_at(), True)
     full = 0
-    original = durable.ActionExecution.execute
+    originals = {name: getattr(durable.ActionExecution, name) for name in ("execute", "new_call")}
 
-    def counting(self: durable.ActionExecution, *args: Any, **kwargs: Any) -> Any:
-        nonlocal full
-        full += 1
-        return original(self, *args, **kwargs)
+    def counting(original: Callable[..., Any]) -> Callable[..., Any]:
+        def count(self: durable.ActionExecution, *args: Any, **kwargs: Any) -> Any:
+            nonlocal full
+            full += 1
+            return original(self, *args, **kwargs)
 
-    durable.ActionExecution.execute = counting  # type: ignore[method-assign]
+        return count
+
+    for name, original in originals.items():
+        setattr(durable.ActionExecution, name, counting(original))
     try:
         return _recover(ref, store_at(), True), full
     finally:
-        durable.ActionExecution.execute = original  # type: ignore[method-assign]
+        for name, original in originals.items():
+            setattr(durable.ActionExecution, name, original)
 
 
 def test_a_second_recovery_replays_every_plain_call_from_the_plan() -> None:
