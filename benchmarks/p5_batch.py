@@ -1,6 +1,6 @@
 """P5: a batch of N tools each sleeping L on the async pool, for N <= tool-call.parallelism.
 
-Batch wall time / L should stay near 1 (target <= 1.2); the serial path (tool-call.parallel off) is ~N.
+Batch wall time / L should stay near 1 (target <= 1.1, every run); the serial path (tool-call.parallel off) is ~N.
 """
 
 from __future__ import annotations
