@@ -7,6 +7,7 @@ what a full copy would: a snapshot never sees a later write, a restore puts back
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 from collections.abc import Sequence
 from typing import Any
@@ -27,6 +28,7 @@ from reference_runtime import (
     RunnerContext,
     action,
 )
+from reference_runtime.errors import Location
 from reference_runtime.memory import FlatMemory, MemoryView
 from reference_runtime.snapshots import Layered, Prefix
 from reference_runtime.stores.memory import InMemoryStore
@@ -373,3 +375,67 @@ def test_the_p1a_floor_makes_what_a_durable_call_makes() -> None:
         made[mode] = (result.outputs, [tuple(e) for e in result.journal], store.written, list(keys))
     assert made["floor"] == made["real"]
     assert len(made["real"][2]) == 5 and made["real"][0] == {"k": [[0, 3, 6, 9, 12]]}
+
+
+class _Producer:
+    """A producer that keeps what it is given and reports delivery on the next ``poll``: no broker."""
+
+    def __init__(self) -> None:
+        self.records: list[tuple[bytes, bytes]] = []
+        self._reports: list[Any] = []
+
+    def produce(self, topic: str, *, key: bytes, value: bytes, partition: int, on_delivery: Any) -> None:
+        self.records.append((key, value))
+        self._reports.append(on_delivery)
+
+    def poll(self, timeout: float) -> int:
+        reports, self._reports = self._reports, []
+        for report in reports:
+            report(None, None)
+        return len(reports)
+
+
+def test_the_p10_format_floors_write_what_the_kafka_stores_write() -> None:
+    """Benchmark P10 prints each Kafka format's floor: a store that does only what the format needs on every
+    write. They are floors only if they write the format's record: the native call record under its ``C|``
+    key, and for the flink-agents format the whole state with every call result so far under its state key
+    (WIRE-2), byte for byte what the whole model re-serialised gives."""
+    from benchmarks import p10_redis as p10
+    from reference_runtime.records import ActionState, CallResult, StateRef
+    from reference_runtime.stores.kafka_flink_format import decode_value, encode_value
+    from reference_runtime.stores.kafka_native_format import c_key
+    from reference_runtime.stores.native import decode_call_result
+
+    class Kept(InMemoryStore):
+        def __init__(self) -> None:
+            super().__init__()
+            self.results: list[CallResult] = []
+            self.state_key = ""
+            self.opened: ActionState | None = None
+
+        def put(self, ref: StateRef, state: ActionState) -> None:
+            if self.opened is None:
+                self.opened = copy.deepcopy(state)  # the state the action's execution opened with
+            super().put(ref, state)
+
+        def put_call_results(self, ref: StateRef, index: int, results: Sequence[CallResult]) -> None:
+            self.results += results
+            self.state_key = ref.state_key
+            super().put_call_results(ref, index, results)
+
+    calls = 5
+    kept = Kept()
+    Runner(p10.Loop, kept).run([("k", calls)])
+    native, flink = _Producer(), _Producer()
+    Runner(p10.Loop, p10.FloorStore(native, "t", keyed=True)).run([("k", calls)])
+    Runner(p10.Loop, p10.FlinkFormatFloorStore(flink, "t")).run([("k", calls)])
+    assert len(native.records) == len(flink.records) == calls
+    for index, (key, value) in enumerate(native.records):
+        assert decode_call_result(value, Location("k", 0, "loop", index)) == kept.results[index]
+        assert key.decode() == c_key(kept.state_key, index)
+    assert kept.opened is not None
+    for index, (key, value) in enumerate(flink.records):
+        # The whole state the action opened with, every call result so far in it, as the format writes it.
+        assert value == encode_value(dataclasses.replace(kept.opened, call_results=kept.results[: index + 1]))
+        assert decode_value(value)[0].call_results == kept.results[: index + 1]
+        assert key.decode() == kept.state_key
