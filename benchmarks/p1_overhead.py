@@ -140,6 +140,8 @@ def least_call(ctx: RunnerContext, func: Callable[..., Any], *args: Any) -> Any:
     (``tests/runtime/test_cost.py::test_the_p1a_floor_makes_what_a_durable_call_makes``)."""
     ex = ctx._execution
     index = ex.index
+    # The digest of plain arguments as identity._args_digest makes it, inlined: the least it can cost (the
+    # test named in the docstring checks the digests are the same).
     sha = _EMPTY_SHA256.copy()
     sha.update(pickle.dumps((args, {}), 5))
     digest = sha.hexdigest()[:16]

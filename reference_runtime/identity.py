@@ -70,41 +70,42 @@ _KEYED_TEXT = 64
 def _args_digest(args: tuple[Any, ...], kwargs: dict[str, Any], memo: bool) -> str:
     """:func:`args_digest` past its memo by value; ``_args_digest(args, kwargs, False)`` is what a call made for
     the first time takes, one function call fewer than ``args_digest(args, kwargs, False)`` (benchmark P1a)."""
+    # Numbers, booleans and None: plain, and nothing the pickle memo could share; the common arguments of a
+    # durable call skip the walk below (every call and every replay digests them: P1a, P9b).
+    data = None
     if not kwargs:
-        # Numbers, booleans and None: plain, and nothing the pickle memo could share; the common arguments of
-        # a durable call skip the walk below (every call and every replay digests them: P1a, P9b). The
-        # protocol goes by position: a keyword costs the C function its keyword parsing (P1a).
         for value in args:
             if type(value) not in _ATOMS:
                 break
         else:
+            # The protocol goes by position: a keyword costs the C function its keyword parsing (P1a).
             data = pickle.dumps((args, kwargs), 5)
-            if memo:
-                return _digest(data)
-            # A copy of an empty sha256 rather than a new one: OpenSSL looks the algorithm up for every new
-            # one, 25 to 45 ns of a durable call on the clock (benchmark P1a).
-            sha = _EMPTY_SHA256.copy()
-            sha.update(data)
-            return sha.hexdigest()[:16]
-    try:
-        # dumps((args, kwargs)) spelled out: one level of _is_plain calls fewer saves 7 % of a P4 scenario.
-        seen: set[int] = set()
-        shape = _plain_shape(args, seen, 1)
-        if shape and kwargs:
-            found = _plain_shape(kwargs, seen, 1)
-            shape = max(shape, found) if found else 0
-        if shape == _UNSHARED:
-            data = pickle.dumps((args, kwargs), protocol=5)
-        elif shape == _SHARED:
-            data = pickle.dumps(pickle.loads(_fast_dumps((args, kwargs), pickle.Pickler)), protocol=5)
-        else:
-            data = _canonical_cloudpickle((args, kwargs))
-    except Exception:
-        data = str((args, kwargs)).encode()
-    return _digest(data) if memo else hashlib.sha256(data).hexdigest()[:16]
+    if data is None:
+        try:
+            # dumps((args, kwargs)) spelled out: one level of _is_plain calls fewer saves 7 % of a P4 scenario.
+            seen: set[int] = set()
+            shape = _plain_shape(args, seen, 1)
+            if shape and kwargs:
+                found = _plain_shape(kwargs, seen, 1)
+                shape = max(shape, found) if found else 0
+            if shape == _UNSHARED:
+                data = pickle.dumps((args, kwargs), protocol=5)
+            elif shape == _SHARED:
+                data = pickle.dumps(pickle.loads(_fast_dumps((args, kwargs), pickle.Pickler)), protocol=5)
+            else:
+                data = _canonical_cloudpickle((args, kwargs))
+        except Exception:
+            data = str((args, kwargs)).encode()
+    if memo:
+        return _digest(data)
+    # A copy of an empty sha256 rather than a new one: OpenSSL looks the algorithm up for every new one, 25 to
+    # 45 ns of a durable call on the clock (benchmark P1a).
+    sha = _EMPTY_SHA256.copy()
+    sha.update(data)
+    return sha.hexdigest()[:16]
 
 
-#: What :func:`_args_digest` copies for the sha256 of a call made for the first time.
+#: What :func:`_args_digest` copies for every sha256 it does not memoise.
 _EMPTY_SHA256 = hashlib.sha256()
 
 
