@@ -34,6 +34,7 @@ from .faults import FaultInjector, FaultPoint, Phase, SimulatedCrash
 from .key_schemes import KeyScheme, get_key_scheme
 from .limits import safe_repr
 from .memory import FlatMemory, MemoryObject, MemorySnapshot, MemoryTtl, MemoryView
+from .pool import borrow, give_back
 from .records import ActionRef, ActionState, StateRef
 from .signing import StateSigner
 from .snapshots import Layered, Prefix
@@ -352,7 +353,7 @@ class Runner:
         if loop is None:
             _drive(self._process(None))
             return
-        pool = ThreadPoolExecutor(self.settings.num_async_threads, thread_name_prefix="durable-async")
+        pool = borrow(self.settings.num_async_threads)
         try:
             try:
                 loop.run_until_complete(self._process(pool))
@@ -360,7 +361,7 @@ class Runner:
                 _drain(loop)
         finally:
             # A crash must not leave pool work running into the recovery that follows.
-            pool.shutdown(wait=True, cancel_futures=True)
+            give_back(pool)
 
     def fail_over(self) -> None:
         """Throw away all in-memory state, restore the last checkpoint and rebuild the store from its

@@ -27,6 +27,20 @@ def _check_depth(depth: int, path: str, loc: Location) -> None:
 def encode_value(value: Any, path: str) -> Any:
     """``value`` as tagged JSON data; a type JSON cannot hold exactly, or a non-string dict key, raises
     TypeError naming ``path``."""
+    try:
+        return _encode(value)
+    except _Unstorable:
+        # Encoding has no side effects: walk again, naming each place, to say where the culprit is.
+        return _encode_named(value, path)
+
+
+class _Unstorable(Exception):
+    pass
+
+
+def _encode(value: Any) -> Any:
+    # _encode_named without the paths: building a path for every value was most of an event's encoding
+    # (benchmark P5), and a path is needed only for the error.
     if value is None or isinstance(value, bool | int | str):
         return value
     if isinstance(value, float):
@@ -34,13 +48,32 @@ def encode_value(value: Any, path: str) -> Any:
     if isinstance(value, bytes | bytearray):
         return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
     if isinstance(value, list | tuple):
-        return [encode_value(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        return [_encode(v) for v in value]
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise _Unstorable
+            out[k] = _encode(v)
+        return {"$map": out}
+    raise _Unstorable
+
+
+def _encode_named(value: Any, path: str) -> Any:
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {"$float": repr(value)}
+    if isinstance(value, bytes | bytearray):
+        return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, list | tuple):
+        return [_encode_named(v, f"{path}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for k, v in value.items():
             if not isinstance(k, str):
                 raise TypeError(f"cannot store a non-string dict key {safe_repr(k)} at {path}")
-            out[k] = encode_value(v, f"{path}[{k!r}]")
+            out[k] = _encode_named(v, f"{path}[{k!r}]")
         return {"$map": out}
     raise TypeError(f"cannot store a {type(value).__name__} at {path}")
 

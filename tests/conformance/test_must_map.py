@@ -257,6 +257,7 @@ MUST_MAP: dict[str, tuple[str, ...]] = {
     "MEM-14": (),
     "PAY-9": (),
     "RUN-18": (),
+    "RUN-19": (),
     "SIG-5": (),
 }
 

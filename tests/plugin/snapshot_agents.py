@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -196,6 +197,13 @@ def use_tool(request: str) -> str:
     return f"tool({request})"
 
 
+def slow_tool(request: str) -> str:
+    # Long enough that a call made meanwhile on the runner's thread lands first in every run, so that two
+    # sweeps of an agent racing the two can be compared (the pool's threads are started already, P5).
+    time.sleep(0.02)
+    return f"tool({request})"
+
+
 class AsyncToolLoop(Agent):
     """A tool loop of async actions that await one durable call at a time: ``think`` asks the model (on the
     pool) and sends a tool call, ``act`` looks the request up (a coroutine) and runs the tool (on the pool),
@@ -234,5 +242,5 @@ class SideCall(Agent):
         async def side() -> str:
             return str(ctx.durable_execute(use_tool, "side"))
 
-        found = await asyncio.gather(ctx.durable_execute_async(use_tool, "main"), side())
+        found = await asyncio.gather(ctx.durable_execute_async(slow_tool, "main"), side())
         ctx.send_event(OutputEvent(sorted(found)))
