@@ -737,7 +737,7 @@ def start(
             result = runner.run(ref.inputs)
         except _Converged as stop:
             own = len(runner.journal) - made
-            result = _splice(ref, runner, injector, stop.mark, clock if virtual else None)
+            result = _splice(ref, runner, injector, stop.mark, clock if virtual else None, prefix, made)
     recovery = Recovery(
         result,
         injector.trace[len(trace) :],
@@ -822,9 +822,19 @@ class _Converge(FaultInjector):
 _BEFORE_CALL = Phase.BEFORE_CALL
 
 
-def _splice(ref: Reference, runner: Runner, injector: FaultInjector, mark: Mark, clock: Any) -> RunResult:
+def _splice(
+    ref: Reference,
+    runner: Runner,
+    injector: FaultInjector,
+    mark: Mark,
+    clock: Any,
+    prefix: list[tuple[Sequence[Any], int, int]],
+    made: int,
+) -> RunResult:
     """The result of a recovery stopped at ``mark`` (:class:`_Converged`): what it did up to there, then the
-    crash-free run's rest, its journal entries stamped with the recovery's failovers (spec COST-7)."""
+    crash-free run's rest, its journal entries stamped with the recovery's failovers (spec COST-7). The
+    entries before the failover are the crash-free run's ``prefix`` parts, not the runner's copy of them (its
+    first ``made`` entries): a sweep keeps every point's result, and a copy per point is quadratic (P9b)."""
     base = ref.result
     emitted = list(runner._emitted)
     done = len(emitted)
@@ -834,7 +844,7 @@ def _splice(ref: Reference, runner: Runner, injector: FaultInjector, mark: Mark,
         sleeps = list(getattr(clock, "sleeps", [])[mark.sleeps : ref.end_sleeps])
         _move_clock(clock, sleeps, (ref.end_now or 0.0) - (mark.now or 0.0))
     stamped = ref.stamped(runner.failovers)
-    journal = Joined((runner.journal, 0, len(runner.journal)), (stamped, ref.journaled[mark.trace], len(stamped)))
+    journal = Joined(*prefix, *_own_parts(ref, runner, made), (stamped, ref.journaled[mark.trace], len(stamped)))
     return RunResult(
         emitted=[*emitted, *base.emitted[done:]],
         memory=base.memory,
@@ -842,6 +852,24 @@ def _splice(ref: Reference, runner: Runner, injector: FaultInjector, mark: Mark,
         failovers=runner.failovers,
         crashes=list(runner.crashes),
     )
+
+
+def _own_parts(ref: Reference, runner: Runner, made: int) -> list[tuple[Sequence[Any], int, int]]:
+    """The entries ``runner`` journaled after its first ``made`` as parts: its leading replays, when they
+    are the replays of one action execution from its first call on, as the part of that execution's
+    template (:meth:`Reference.template`) they equal, so that a sweep keeps no copy of them per point; the
+    rest as a copy. A recovery from a crash at call c replays calls 0 .. c-1 first (P9b)."""
+    journal = runner.journal
+    end = len(journal)
+    replayed = min(runner._first_ran if runner._first_ran is not None else end, end) - made
+    if replayed > 0:
+        first = journal[made]
+        c = first.call_id
+        template = ref._templates.get((c.key, c.seq, c.action, c.execution, first.attempt))
+        # One comparison in C of the two runs of entries; equal entries are the same journal either way.
+        if template is not None and journal[made : made + replayed] == template[:replayed]:
+            return [(template, 0, replayed), (journal[made + replayed :], 0, end - made - replayed)]
+    return [(journal[made:], 0, end - made)]
 
 
 def _emitted_key(e: Any) -> tuple[Any, ...]:

@@ -206,6 +206,19 @@ def test_a_long_sweep_shares_the_crash_free_journal_instead_of_copying_it() -> N
     assert len(replayed[0]) >= 30 and replayed[0][:30] == replayed[1][:30]
     assert all(a is b for a, b in zip(replayed[0][:30], replayed[1][:30], strict=True))
 
+    # Nor is any list of them copied per point: every part holding more than a few entries (the prefix
+    # before the crash, the replays before the crashed call, the crash-free rest) is a list all the late
+    # scenarios share, and no scenario keeps a list of its own longer than the calls it ran itself.
+    def lists(journal: Any) -> list[tuple[Any, int, int]]:
+        """The lists a journal view is made of (a shared recovery's journal is a view itself)."""
+        if not isinstance(journal, Joined):
+            return [(journal, 0, len(journal))]
+        return [leaf for seq, _, _ in journal._parts for leaf in lists(seq)] if journal._parts else []
+
+    long = [{id(seq) for seq, start, stop in lists(o.result.journal) if stop - start > 8} for o in late]
+    assert len(set().union(*long)) == 3  # the crash-free journal, the replays' template, the rest restamped
+    assert all(len(seq) <= 12 for o in late for seq, _, _ in lists(o.result.journal) if id(seq) not in long[0])
+
 
 def test_a_sweep_collects_its_oldest_generation_less_often_and_restores_the_thresholds() -> None:
     """P9b: during a sweep the collector's oldest generation runs 100 times less often (its full collections
