@@ -722,9 +722,9 @@ def start(
     runner = Runner(ref.agent, store, injector=injector if trace_recovery or watch else None, **options)
     if isinstance(injector, _Converge):
         injector.runner = runner
-    for seq, start, stop in prefix:
-        runner.journal += seq[start:stop]  # a slice of the crash-free journal's view copies in one go
-    made = len(runner.journal)  # the entries made before the failover
+    # The entries made before the failover are the crash-free run's, kept as its parts: the runner journals
+    # from the failover on, so no scenario copies the calls before its crash (P9b).
+    made = sum(stop - start for _, start, stop in prefix)
     runner.crashes.append(crash)
     runner.fail_over()
     sleeps = getattr(clock, "sleeps", None) if virtual else None
@@ -735,9 +735,10 @@ def start(
     with ref.replaying():
         try:
             result = runner.run(ref.inputs)
+            result.journal = Joined(*prefix, (runner.journal, 0, len(runner.journal)))
         except _Converged as stop:
-            own = len(runner.journal) - made
-            result = _splice(ref, runner, injector, stop.mark, clock if virtual else None, prefix, made)
+            own = len(runner.journal)
+            result = _splice(ref, runner, injector, stop.mark, clock if virtual else None, prefix)
     recovery = Recovery(
         result,
         injector.trace[len(trace) :],
@@ -747,7 +748,7 @@ def start(
         list(sleeps[sleeps_before:]) if sleeps is not None else [],
         clock.now() - now_before if now_before is not None else None,
         own,
-        runner._first_ran - made if runner._first_ran is not None else (own or 0),
+        runner._first_ran if runner._first_ran is not None else (own or 0),
     )
     return result, injector, recovery
 
@@ -829,12 +830,10 @@ def _splice(
     mark: Mark,
     clock: Any,
     prefix: list[tuple[Sequence[Any], int, int]],
-    made: int,
 ) -> RunResult:
     """The result of a recovery stopped at ``mark`` (:class:`_Converged`): what it did up to there, then the
-    crash-free run's rest, its journal entries stamped with the recovery's failovers (spec COST-7). The
-    entries before the failover are the crash-free run's ``prefix`` parts, not the runner's copy of them (its
-    first ``made`` entries): a sweep keeps every point's result, and a copy per point is quadratic (P9b)."""
+    crash-free run's rest, its journal entries stamped with the recovery's failovers (spec COST-7): the
+    crash-free run's ``prefix`` parts, the runner's journal since the failover, the rest."""
     base = ref.result
     emitted = list(runner._emitted)
     done = len(emitted)
@@ -844,7 +843,7 @@ def _splice(
         sleeps = list(getattr(clock, "sleeps", [])[mark.sleeps : ref.end_sleeps])
         _move_clock(clock, sleeps, (ref.end_now or 0.0) - (mark.now or 0.0))
     stamped = ref.stamped(runner.failovers)
-    journal = Joined(*prefix, *_own_parts(ref, runner, made), (stamped, ref.journaled[mark.trace], len(stamped)))
+    journal = Joined(*prefix, *_own_parts(ref, runner), (stamped, ref.journaled[mark.trace], len(stamped)))
     return RunResult(
         emitted=[*emitted, *base.emitted[done:]],
         memory=base.memory,
@@ -854,22 +853,22 @@ def _splice(
     )
 
 
-def _own_parts(ref: Reference, runner: Runner, made: int) -> list[tuple[Sequence[Any], int, int]]:
-    """The entries ``runner`` journaled after its first ``made`` as parts: its leading replays, when they
-    are the replays of one action execution from its first call on, as the part of that execution's
-    template (:meth:`Reference.template`) they equal, so that a sweep keeps no copy of them per point; the
-    rest as a copy. A recovery from a crash at call c replays calls 0 .. c-1 first (P9b)."""
+def _own_parts(ref: Reference, runner: Runner) -> list[tuple[Sequence[Any], int, int]]:
+    """What ``runner`` journaled since the failover, as parts: its leading replays, when they are the
+    replays of one action execution from its first call on, as the part of that execution's template
+    (:meth:`Reference.template`) they equal, so that a sweep keeps no copy of them per point; the rest as
+    a copy. A recovery from a crash at call c replays calls 0 .. c-1 first (P9b)."""
     journal = runner.journal
     end = len(journal)
-    replayed = min(runner._first_ran if runner._first_ran is not None else end, end) - made
+    replayed = min(runner._first_ran if runner._first_ran is not None else end, end)
     if replayed > 0:
-        first = journal[made]
+        first = journal[0]
         c = first.call_id
         template = ref._templates.get((c.key, c.seq, c.action, c.execution, first.attempt))
         # One comparison in C of the two runs of entries; equal entries are the same journal either way.
-        if template is not None and journal[made : made + replayed] == template[:replayed]:
-            return [(template, 0, replayed), (journal[made + replayed :], 0, end - made - replayed)]
-    return [(journal[made:], 0, end - made)]
+        if template is not None and journal[:replayed] == template[:replayed]:
+            return [(template, 0, replayed), (journal[replayed:], 0, end - replayed)]
+    return [(journal, 0, end)]
 
 
 def _emitted_key(e: Any) -> tuple[Any, ...]:
