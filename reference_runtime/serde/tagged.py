@@ -39,8 +39,8 @@ class _Unstorable(Exception):
 
 
 def _encode(value: Any) -> Any:
-    # _encode_named without the paths: building a path for every value was most of an event's encoding
-    # (benchmark P5), and a path is needed only for the error.
+    # No paths: building one for every value was most of an event's encoding (benchmark P5), and a path is
+    # needed only for the error, which _encode_named builds on a second walk.
     if value is None or isinstance(value, bool | int | str):
         return value
     if isinstance(value, float):
@@ -60,12 +60,6 @@ def _encode(value: Any) -> Any:
 
 
 def _encode_named(value: Any, path: str) -> Any:
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else {"$float": repr(value)}
-    if isinstance(value, bytes | bytearray):
-        return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
     if isinstance(value, list | tuple):
         return [_encode_named(v, f"{path}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, dict):
@@ -75,7 +69,10 @@ def _encode_named(value: Any, path: str) -> Any:
                 raise TypeError(f"cannot store a non-string dict key {safe_repr(k)} at {path}")
             out[k] = _encode_named(v, f"{path}[{k!r}]")
         return {"$map": out}
-    raise TypeError(f"cannot store a {type(value).__name__} at {path}")
+    try:
+        return _encode(value)  # not a container: nothing inside it to name
+    except _Unstorable:
+        raise TypeError(f"cannot store a {type(value).__name__} at {path}") from None
 
 
 def decode_value(value: Any, path: str, loc: Location, depth: int = 0) -> Any:
