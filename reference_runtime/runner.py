@@ -38,7 +38,7 @@ from .pool import borrow, give_back
 from .records import ActionRef, ActionState, StateRef
 from .signing import StateSigner
 from .snapshots import Layered, Prefix
-from .stores.base import ActionStateStore, RecoveryMarker
+from .stores.base import ActionStateStore, RecoveryMarker, is_store
 from .stores.failfast import FailFastStore
 from .stores.forwarding import ForwardingStore
 from .values import check_text, check_value
@@ -625,7 +625,7 @@ def _check_options(store: Any, codec: Any, mismatch: Any) -> None:
             f"store={store!r} is a string; Runner takes a store object: pass "
             f"reference_runtime.stores.open_store({store!r})"
         )
-    if not isinstance(store, ActionStateStore):
+    if not is_store(store):
         raise ConfigError(
             f"store must implement ActionStateStore (put, get, put_call_results, ...), got a {type(store).__name__}"
         )

@@ -439,3 +439,41 @@ def test_the_p10_format_floors_write_what_the_kafka_stores_write() -> None:
         assert value == encode_value(dataclasses.replace(kept.opened, call_results=kept.results[: index + 1]))
         assert decode_value(value)[0].call_results == kept.results[: index + 1]
         assert key.decode() == kept.state_key
+
+
+class _Duck:
+    """A store by shape only: every member of the protocol, no base class."""
+
+    def put(self, ref: Any, state: Any) -> None: ...
+    def get(self, ref: Any) -> Any: ...
+    def put_call_results(self, ref: Any, index: int, results: Any) -> None: ...
+    def truncate_call_results(self, ref: Any, index: int) -> None: ...
+    def prune_state(self, key: str, seq: int) -> None: ...
+    def get_recovery_marker(self) -> Any: ...
+    def rebuild_state(self, markers: Any) -> None: ...
+    def close(self) -> None: ...
+
+
+class _NoClose(_Duck):
+    close = None  # type: ignore[assignment]
+
+
+class _Attached:
+    """Its members set on the instance, none on the class."""
+
+    def __init__(self) -> None:
+        for name in ("put", "get", "put_call_results", "truncate_call_results", "prune_state"):
+            setattr(self, name, lambda *a: None)
+        for name in ("get_recovery_marker", "rebuild_state", "close"):
+            setattr(self, name, lambda *a: None)
+
+
+@pytest.mark.parametrize("make", [InMemoryStore, _Duck, _NoClose, _Attached, object, lambda: "memory:"])
+def test_the_store_check_answers_as_isinstance_of_the_protocol(make: Any) -> None:
+    """COST-1 (a runner per sweep scenario): ``is_store`` remembers the types whose every instance is a store
+    and answers as ``isinstance(obj, ActionStateStore)`` for every kind of object, the first time and after."""
+    from reference_runtime.stores.base import ActionStateStore, is_store
+
+    for _ in range(2):
+        obj = make()
+        assert is_store(obj) is isinstance(obj, ActionStateStore)
