@@ -735,14 +735,14 @@ def start(
     with ref.replaying():
         try:
             result = runner.run(ref.inputs)
-            result.journal = Joined(*prefix, (runner.journal, 0, len(runner.journal)))
+            journal = result.journal = Joined(*prefix, (runner.journal, 0, len(runner.journal)))
         except _Converged as stop:
             own = len(runner.journal)
-            result = _splice(ref, runner, injector, stop.mark, clock if virtual else None, prefix)
+            result, journal = _splice(ref, runner, injector, stop.mark, clock if virtual else None, prefix)
     recovery = Recovery(
         result,
         injector.trace[len(trace) :],
-        result.journal.after(made) if isinstance(result.journal, Joined) else result.journal[made:],
+        journal.after(made),
         ledger.run if ledger is not None else 0,
         (ledger_before, ledger.position() if ledger is not None else (0, 0)),
         list(sleeps[sleeps_before:]) if sleeps is not None else [],
@@ -830,10 +830,11 @@ def _splice(
     mark: Mark,
     clock: Any,
     prefix: list[tuple[Sequence[Any], int, int]],
-) -> RunResult:
+) -> tuple[RunResult, Joined]:
     """The result of a recovery stopped at ``mark`` (:class:`_Converged`): what it did up to there, then the
     crash-free run's rest, its journal entries stamped with the recovery's failovers (spec COST-7): the
-    crash-free run's ``prefix`` parts, the runner's journal since the failover, the rest."""
+    crash-free run's ``prefix`` parts, the runner's journal since the failover, the rest. Returned beside
+    the result, as the view it is."""
     base = ref.result
     emitted = list(runner._emitted)
     done = len(emitted)
@@ -844,13 +845,14 @@ def _splice(
         _move_clock(clock, sleeps, (ref.end_now or 0.0) - (mark.now or 0.0))
     stamped = ref.stamped(runner.failovers)
     journal = Joined(*prefix, *_own_parts(ref, runner), (stamped, ref.journaled[mark.trace], len(stamped)))
-    return RunResult(
+    result = RunResult(
         emitted=[*emitted, *base.emitted[done:]],
         memory=base.memory,
         journal=journal,
         failovers=runner.failovers,
         crashes=list(runner.crashes),
     )
+    return result, journal
 
 
 def _own_parts(ref: Reference, runner: Runner) -> list[tuple[Sequence[Any], int, int]]:
@@ -860,7 +862,7 @@ def _own_parts(ref: Reference, runner: Runner) -> list[tuple[Sequence[Any], int,
     a copy. A recovery from a crash at call c replays calls 0 .. c-1 first (P9b)."""
     journal = runner.journal
     end = len(journal)
-    replayed = min(runner._first_ran if runner._first_ran is not None else end, end)
+    replayed = end if runner._first_ran is None else runner._first_ran  # the entries before its first own call
     if replayed > 0:
         first = journal[0]
         c = first.call_id
