@@ -27,6 +27,13 @@ def main(bootstrap: str, topic: str) -> None:
     config.set_string("restart-strategy.fixed-delay.attempts", "5")
     config.set_string("restart-strategy.fixed-delay.delay", "1 s")
     config.set_string("execution.checkpointing.interval", "500 ms")
+    # No checkpoint may start while the action on a:2 waits for the harness: 0.2.0 takes an action task out of
+    # keyed state before running it and fails the task one mail after the action raised, so a barrier read in
+    # between snapshots a:2 as consumed with nothing left to run, and a job restored from that checkpoint drops
+    # a:2 (docs/sources.md, "Failing action and checkpoint"). The pause after the checkpoint that follows a:1
+    # (``E2E_MIN_PAUSE``, set by the test) outlasts the harness's write; the test checks the job restored from
+    # that checkpoint.
+    config.set_string("execution.checkpointing.min-pause", os.environ["E2E_MIN_PAUSE"])
     env = StreamExecutionEnvironment.get_execution_environment(config)
     env.set_parallelism(1)
     agents_env = AgentsExecutionEnvironment.get_execution_environment(env)

@@ -161,6 +161,42 @@ def test_an_action_that_raises_fails_the_run_with_its_location() -> None:
     assert isinstance(info.value.__cause__, RuntimeError)
 
 
+class CountsAndFailsOnceOnTwo(Agent):
+    """A counter in memory ``n``; the first execution on input 2 raises after it has set ``n``."""
+
+    attempts: list[int] = []
+
+    @action(InputEvent)
+    @staticmethod
+    def count(event: Event, ctx: RunnerContext) -> None:
+        value = event.attributes["input"]
+        CountsAndFailsOnceOnTwo.attempts.append(value)
+        n = (ctx.short_term_memory.get("n") or 0) + 1
+        ctx.short_term_memory.set("n", n)
+        if value == 2 and CountsAndFailsOnceOnTwo.attempts.count(2) == 1:
+            raise RuntimeError("fails once")
+        ctx.send_event(OutputEvent(f"{value}#{n}"))
+
+
+def test_an_input_whose_action_raised_is_covered_by_no_checkpoint_and_runs_again_after_failover() -> None:
+    """REC-1, RUN-7: a checkpoint is taken only after every input it covers has finished, so an input whose
+    action raised is processed again after failover, not dropped; the failed attempt's memory write is gone.
+    Flink Agents 0.2.0 to main can drop such an input (docs/sources.md, "Failing action and checkpoint")."""
+    CountsAndFailsOnceOnTwo.attempts = []
+    runner = Runner(CountsAndFailsOnceOnTwo, InMemoryStore(), checkpoint_every=1)
+    runner.inputs.extend([("a", 1), ("a", 2), ("a", 3)])
+    with pytest.raises(ActionFailedError) as info:
+        runner.process()
+    assert (info.value.key, info.value.seq) == ("a", 1)
+    assert [cp.offset for cp in runner.checkpoints] == [1]  # none covers input 2
+    runner.fail_over()
+    runner.process()
+    result = runner.result()
+    assert result.outputs == {"a": ["1#1", "2#2", "3#3"]}
+    assert result.memory["a"] == {"n": 3}
+    assert CountsAndFailsOnceOnTwo.attempts == [1, 2, 2, 3]
+
+
 class ThreeCallsOnALoop(Agent):
     """agents.ThreeCalls as an async action that never suspends: run by the event loop, one task per key."""
 
