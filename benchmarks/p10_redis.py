@@ -286,7 +286,9 @@ def kafka_rows() -> list[tuple[str, ...]]:
         fa_values = [b"x" * n for n in sizes]
         topic = "p10-native"
         store = KafkaStore(bootstrap, topic, partitions=1)
-        flink = FlinkAgentsKafkaStore(bootstrap, "p10-flink", partitions=1)
+        # Each format's floors write into that format's store's own topic, as the store does.
+        fa_topic = "p10-flink"
+        flink = FlinkAgentsKafkaStore(bootstrap, fa_topic, partitions=1)
         writes: list[float] = []
         put = store.put_call_results
 
@@ -309,9 +311,9 @@ def kafka_rows() -> list[tuple[str, ...]]:
         # In a dict, so dropping them below drops the producer they hold (the closures keep the dict).
         bounds = {
             "native": FloorStore(like_store, topic),
-            "flink": FloorStore(like_store, topic, sizes),
+            "flink": FloorStore(like_store, fa_topic, sizes),
             "least": FloorStore(like_store, topic, keyed=True),
-            "fa_least": FlinkFormatFloorStore(like_store, topic),
+            "fa_least": FlinkFormatFloorStore(like_store, fa_topic),
         }
 
         def runtime(tag: str) -> list[float]:
@@ -352,7 +354,7 @@ def kafka_rows() -> list[tuple[str, ...]]:
             for part in measured.values():
                 part(f"warm-{w}")
             _produce_flush(like_store, topic, [value] * PER_ROUND, poll=True)
-            _produce_flush(bare, topic, fa_values)
+            _produce_flush(bare, fa_topic, fa_values)
         writes.clear()
         names = list(measured)
         for r in range(ROUNDS):
@@ -370,7 +372,7 @@ def kafka_rows() -> list[tuple[str, ...]]:
                 encode_call_result(sample[0])
                 parts["encode"].append(time.perf_counter() - start)
             parts["settings"] += _produce_flush(like_store, topic, [value] * PER_ROUND, poll=True)
-            fa_bare = _produce_flush(bare, topic, fa_values)
+            fa_bare = _produce_flush(bare, fa_topic, fa_values)
             parts["fa_bare"] += fa_bare
             for i, t in enumerate(fa_bare):
                 by_index["fa_bare"][i].append(t)
