@@ -1,5 +1,5 @@
 """A real Flink Agents 0.2.0 job for the end-to-end lane (WIRE-14); run with the 0.2.0 venv's Python by
-``test_e2e_restore.py``: ``python e2e_job.py BOOTSTRAP TOPIC`` with ``E2E_DIR`` set.
+``test_e2e_restore.py``: ``python e2e_job.py BOOTSTRAP TOPIC`` with ``E2E_DIR`` and ``E2E_MIN_PAUSE`` set.
 
 Inputs ``a:1``, ``a:2``, ``a:3`` (business key ``a``) come from a generator source that emits one record per
 completed checkpoint, so a checkpoint separates every two inputs. The action state store is 0.2.0's Kafka
