@@ -82,15 +82,15 @@ def stores(tmp: Path) -> Iterator[list[tuple[str, Callable[[], Any] | None, str]
                 server[1]()
 
 
-def _medians(op: Callable[[Any, int], object], stores: list[Any]) -> list[float]:
+def _medians(op: Callable[[Any, int], object], opened: list[Any]) -> list[float]:
     """The median time of ``op(store, i)`` for each store, the stores taking turns operation by operation (the
     order swapped every round), so a slow spell of the host weighs on every size alike."""
-    times: list[list[float]] = [[] for _ in stores]
+    times: list[list[float]] = [[] for _ in opened]
     for i in range(OPS):
-        order = range(len(stores)) if i % 2 == 0 else reversed(range(len(stores)))
+        order = range(len(opened)) if i % 2 == 0 else reversed(range(len(opened)))
         for s in order:
             start = time.perf_counter()
-            op(stores[s], i)
+            op(opened[s], i)
             times[s].append(time.perf_counter() - start)
     return [statistics.median(t) for t in times]
 

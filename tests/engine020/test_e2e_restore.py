@@ -110,11 +110,7 @@ def test_a_real_020_job_restores_from_a_state_we_wrote(tansu: str, tmp_path: Pat
             store.put(StateRef(business_key, 1, count, event, ours), done)
         finally:
             store.close()
-        took = time.monotonic() - started
-        if took > MIN_PAUSE_S / 2:
-            # Past the pause a checkpoint may be taken with a:2 in flight; the restore check below is the proof,
-            # this is the reason to give if it fails.
-            print(f"the harness took {took:.1f} s to write its state (checkpoints paused for {MIN_PAUSE_S} s)")
+        took = time.monotonic() - started  # past the pause, a checkpoint may be taken with a:2 in flight
         (tmp_path / "go").touch()
         job.wait(timeout=DEADLINE)
     finally:
