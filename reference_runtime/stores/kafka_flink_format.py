@@ -236,7 +236,8 @@ def set_call_results(
     An index past the end (a gap) is a :class:`StoreError`."""
     calls = text.calls if text.calls is not None else []
     if index < 0 or index > len(calls):
-        raise StoreError(f"call index {index} leaves a gap after {len(calls)} records [{location}]")
+        where = "" if location is None else f" [{location}]"
+        raise StoreError(f"call index {index} leaves a gap after {len(calls)} records{where}")
     written = [write_call_result(_java_call(c)) for c in results]
     return StateText(text.head, [*calls[:index], *written, *calls[index + len(results) :]], text.tail)
 

@@ -374,8 +374,30 @@ def test_put_call_results_refuses_a_gap_or_a_missing_state(store: FlinkAgentsKaf
     with pytest.raises(StoreError, match="no action state"):
         store.put_call_results(ref("k", 0), 0, [CallResult.pending("f", "d")])
     store.put(ref("k", 0), ActionState())
-    with pytest.raises(StoreError, match="gap"):
+    with pytest.raises(
+        StoreError, match=r"leaves a gap after 0 records \[key='k', seq=0, action='work', call_index=1\]"
+    ):
         store.put_call_results(ref("k", 0), 1, [CallResult.pending("f", "d")])
+
+
+def test_every_write_of_a_state_carries_its_location_headers(store: FlinkAgentsKafkaStore) -> None:
+    """WIRE-5: the call-result writes and the truncation that rewrite a state carry the headers its first write
+    had (they are kept with the state, not made again), so a restarted store locates it by them."""
+    r = ref("k_with_underscores", 3)
+    store.put(r, ActionState())
+    store.put_call_results(r, 0, [CallResult.pending("f", "d")])
+    store.put_call_results(r, 0, [CallResult.succeeded("f", "d", b"1")])
+    store.put_call_results(r, 1, [CallResult.pending("g", "d")])
+    store.truncate_call_results(r, 1)
+    records = read_topic(store.bootstrap, store.topic)
+    assert len(records) == 5
+    again = restart(store, [])
+    try:
+        stored = again._states[r.state_key]
+        assert (stored.key, stored.seq, stored.action) == (r.key, r.seq, r.action.name)
+        assert [c.status for c in again.get(r).call_results] == [CallStatus.SUCCEEDED]  # type: ignore[union-attr]
+    finally:
+        again.close()
 
 
 # --- real data: the records a Flink Agents 0.2.0 job wrote ------------------------------------------------
