@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conformance import CAPABILITIES, SUITE_VERSION
+from conformance import CAPABILITIES, SUITE_VERSION, StoreFactory, factory_from_url
 from conformance.report import LEVELS, REPORT_SCHEMA, levels
 from pytest_durable.cli import main as durable
 
@@ -96,6 +96,31 @@ def test_an_in_process_store_runs_serially_under_n(tmp_path: Path) -> None:
     out = doc.pop("_stdout")
     assert "note: -n 2 ignored" in out and "bringing up nodes" not in out
     assert doc["level"] == "FULL"
+
+
+@pytest.mark.parametrize("url", ["sqlite:", "memory:"])
+def test_n_on_an_in_process_store_is_the_command_of_one_process(
+    url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CONF-7, benchmark P6: `-n 2` on an in-process store runs pytest with exactly one process's arguments, so
+    it is never slower but by the noise between two runs of one command; a `--backend` factory gets `-n`."""
+    from conformance.certification import Backend, _pytest_args
+
+    backend = Backend.of(url, tmp_path)
+    one = _pytest_args(backend, None, 1, None, None, 0)
+    assert _pytest_args(backend, 2, 1, None, None, 0) == one
+    assert "note: -n 2 ignored" in capsys.readouterr().out
+    forced = Backend.of(_sqlite_factory, tmp_path)
+    try:
+        args = _pytest_args(forced, 2, 1, None, None, 0)
+    finally:
+        assert isinstance(forced.factory, StoreFactory)
+        forced.factory.cleanup()
+    assert args[args.index("-n") + 1] == "2"
+
+
+def _sqlite_factory() -> StoreFactory:
+    return factory_from_url("sqlite:")
 
 
 def _certify_slots_as_text(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
