@@ -144,6 +144,13 @@ def pytest_wall(calls: int, workers: int) -> float:
         return time.perf_counter() - start
 
 
+WALL_ROUNDS = 3
+
+
+def _runs(walls: list[float]) -> str:
+    return " ".join(f"{w:.1f}" for w in walls)
+
+
 def main() -> list[tuple[str, ...]]:
     replay = replay_per_call(CALLS, planned=True)
     unplanned = replay_per_call(CALLS, planned=False)
@@ -192,15 +199,26 @@ def main() -> list[tuple[str, ...]]:
         rows.append((f"{label}: {rate * 1e6:.2f} µs", str(CALLS), "", "", f"{replays * rate:.1f}", "", ""))
     rows.append(("one crash-free run", str(CALLS), "", f"{run:.3f}", "", "", ""))
     print(table(rows))
-    one = pytest_wall(CALLS, 1)
-    two = pytest_wall(CALLS, 2)
+    # Best of WALL_ROUNDS each, the two taking turns (every other round -n 2 first): measured once each, a slow
+    # spell of the host on one of them read 1.41x in one run of all benchmarks and 1.66-1.76x in the others.
+    walls: dict[int, list[float]] = {1: [], 2: []}
+    for r in range(WALL_ROUNDS):
+        for workers in (1, 2) if r % 2 == 0 else (2, 1):
+            walls[workers].append(pytest_wall(CALLS, workers))
+    one, two = min(walls[1]), min(walls[2])
     print()
     print(
         table(
             [
-                ("P9b one sweep test, shards='auto'", "calls", "wall s", "speed-up"),
-                ("pytest, one process (one part)", str(CALLS), f"{one:.1f}", "1.00x"),
-                ("pytest -n 2 (two parts)", str(CALLS), f"{two:.1f}", f"{one / two:.2f}x (target >= 1.6x)"),
+                ("P9b one sweep test, shards='auto'", "calls", f"best of {WALL_ROUNDS} s", "all runs", "speed-up"),
+                ("pytest, one process (one part)", str(CALLS), f"{one:.1f}", _runs(walls[1]), "1.00x"),
+                (
+                    "pytest -n 2 (two parts)",
+                    str(CALLS),
+                    f"{two:.1f}",
+                    _runs(walls[2]),
+                    f"{one / two:.2f}x (target >= 1.6x)",
+                ),
             ]
         )
     )
