@@ -404,7 +404,7 @@ class FullRun(NamedTuple):
     in_sql: float
 
 
-def full_regimes(tmp: Path, shape: tuple[str, int], rounds: int = 10, n: int = 100) -> dict[str, list[FullRun]]:
+def full_regimes(tmp: Path, shape: tuple[str, int], rounds: int = 30, n: int = 100) -> dict[str, list[FullRun]]:
     """``synchronous=FULL`` in its two regimes, each beside the sync it pays, interleaved round by round
     (every other round in reverse) so drifting disk load hits them alike:
 
