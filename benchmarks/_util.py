@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def best_of(fn: Callable[[], object], repeats: int = 5) -> float:
@@ -14,6 +17,29 @@ def best_of(fn: Callable[[], object], repeats: int = 5) -> float:
         fn()
         best = min(best, time.perf_counter() - start)
     return best
+
+
+def rotated(items: Sequence[T], turn: int) -> list[T]:
+    """``items`` started at position ``turn`` (modulo their number): round ``turn`` of parts taking turns, so no
+    part always runs first or last after a round's start, where a slow spell of the host would keep landing."""
+    k = turn % len(items)
+    return [*items[k:], *items[:k]]
+
+
+#: A pytest module of ``count`` tests, each burning ``seconds`` of CPU time (on a busy machine it takes longer,
+#: like real work): the floor of a parallel speed-up, work split evenly with nothing to share.
+BURN_SUITE = """
+import time
+
+import pytest
+
+
+@pytest.mark.parametrize("i", range({count}))
+def test_burn(i):
+    end = time.process_time() + {seconds!r}
+    while time.process_time() < end:
+        pass
+"""
 
 
 def table(rows: Sequence[Sequence[str]]) -> str:

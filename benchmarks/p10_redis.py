@@ -25,7 +25,7 @@ from reference_runtime.stores.kafka_native_format import c_key
 from reference_runtime.stores.memory import InMemoryStore
 from reference_runtime.stores.native import encode_call_result
 
-from ._util import point, table
+from ._util import point, rotated, table
 
 CALLS = 3000
 REDIS_ROUNDS = 10  # Redis: rounds of CALLS / REDIS_ROUNDS operations per part, in a rotated order
@@ -129,7 +129,7 @@ def main() -> list[tuple[str, ...]]:
         # Kafka rows below and P11 are measured): each part one block of per_round operations per round.
         parts = [redis_py_pings, durable_calls, bare, runtime_share]
         for r in range(REDIS_ROUNDS):
-            for part in parts[r % len(parts) :] + parts[: r % len(parts)]:
+            for part in rotated(parts, r):
                 part(r)
         conn.disconnect()
         store.close()
@@ -379,7 +379,7 @@ def kafka_rows() -> list[tuple[str, ...]]:
         for r in range(ROUNDS):
             _FLOORS.clear()
             # The parts in a rotated order, so no part is always first (or last) after the round's start.
-            for name in names[r % len(names) :] + names[: r % len(names)]:
+            for name in rotated(names, r):
                 times = measured[name](str(r))
                 parts[name] += times
                 if name in by_index:

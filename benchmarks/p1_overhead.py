@@ -499,12 +499,18 @@ def after_a_pause(tmp: Path, n: int = 500, rounds: int = 6) -> dict[str, float]:
     _PAUSE["fd"] = os.open(tmp / "pause-probe", os.O_WRONLY | os.O_CREAT)
     out: dict[str, list[float]] = {}
     try:
+        # (row, pause the function makes, store)
+        kinds: list[tuple[str, str, type[InMemoryStore]]] = [
+            ("none", "none", InMemoryStore),
+            ("busy", "busy", InMemoryStore),
+            ("sleep", "sleep", InMemoryStore),
+            ("fdatasync", "fdatasync", InMemoryStore),
+            ("fdatasync, encoded", "fdatasync", EncodingStore),
+        ]
         for r in range(rounds):
-            kinds = ["none", "busy", "sleep", "fdatasync", "fdatasync, encoded"]
-            for kind in kinds if r % 2 == 0 else reversed(kinds):
-                _PAUSE.update(kind=kind.split(",")[0], stamps=[])
-                store = EncodingStore() if kind.endswith("encoded") else InMemoryStore()
-                Runner(Paused, store).run([("k", n)])
+            for kind, pause, store in kinds if r % 2 == 0 else reversed(kinds):
+                _PAUSE.update(kind=pause, stamps=[])
+                Runner(Paused, store()).run([("k", n)])
                 st = _PAUSE["stamps"]
                 out.setdefault(kind, []).extend(st[j + 1] - st[j] for j in range(1, len(st) - 1, 2))
     finally:

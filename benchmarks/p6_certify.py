@@ -22,7 +22,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import NamedTuple
 
-from ._util import table
+from ._util import BURN_SUITE, table
 
 REPEATS = 3
 SEED = "1"
@@ -132,25 +132,11 @@ def startup(workers: int) -> Run:
     return _pytest([*_MUTANTS, "-k", "killed_by_a_check and not killed_by_a_check", *parallel], ROOT)
 
 
-_SYNTHETIC = """
-import time
-
-import pytest
-
-
-@pytest.mark.parametrize("i", range({count}))
-def test_burn(i):
-    end = time.process_time() + {seconds!r}  # CPU time: on a busy machine it takes longer, like real work
-    while time.process_time() < end:
-        pass
-"""
-
-
 def synthetic(workers: int, count: int, seconds: float) -> float:
     """The floor: a CPU-bound suite of ``count`` tests of ``seconds`` of CPU each, in one process or on
     ``workers`` workers; its speedup is the best a suite of that length gets on this machine."""
     with tempfile.TemporaryDirectory(prefix="p6-floor-") as tmp:
-        (Path(tmp) / "test_floor.py").write_text(_SYNTHETIC.format(count=count, seconds=seconds))
+        (Path(tmp) / "test_floor.py").write_text(BURN_SUITE.format(count=count, seconds=seconds))
         (Path(tmp) / "conftest.py").write_text("")
         parallel = ["-n", str(workers)] if workers > 1 else []
         return _pytest(["-p", "no:cacheprovider", "test_floor.py", *parallel], Path(tmp)).wall

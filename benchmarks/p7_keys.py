@@ -13,7 +13,7 @@ import time
 from reference_runtime import Agent, Event, InputEvent, OutputEvent, Runner, RunnerContext, action
 from reference_runtime.stores.memory import InMemoryStore
 
-from ._util import point, table
+from ._util import point, rotated, table
 
 KEYS = (100, 10_000, 100_000)
 RUNS = 2_000
@@ -57,8 +57,7 @@ def measure() -> dict[tuple[str, int], float]:
             runners[keys].run([(f"key-{i}", 0) for i in range(keys)])
         best = dict.fromkeys(KEYS, float("inf"))
         for attempt in range(ATTEMPTS):
-            turn = attempt % len(KEYS)
-            for keys in KEYS[turn:] + KEYS[:turn]:
+            for keys in rotated(KEYS, attempt):
                 best[keys] = min(best[keys], _timed(runners[keys], keys, attempt))
         runners.clear()
         for keys in KEYS:

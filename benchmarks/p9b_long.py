@@ -38,7 +38,7 @@ from reference_runtime.faults import Phase
 from reference_runtime.identity import args_digest
 from reference_runtime.stores.memory import InMemoryStore
 
-from ._util import point, table
+from ._util import BURN_SUITE, point, rotated, table
 from .p9_sweep import Many
 
 CALLS = 5000
@@ -135,20 +135,6 @@ def bare_replay_per_call(calls: int, digest: bool) -> float:
     return best / calls
 
 
-_BURN = """
-import time
-
-import pytest
-
-
-@pytest.mark.parametrize("part", range(2))
-def test_burn(part):
-    end = time.process_time() + {seconds!r}  # CPU time: on a busy machine it takes longer, like real work
-    while time.process_time() < end:
-        pass
-"""
-
-
 def pytest_wall(calls: int, workers: int, burn: float | None = None) -> float:
     """Wall seconds of a pytest run of one ``shards="auto"`` sweep test, without xdist or on ``workers``. With
     ``burn``, the floor instead: two tests of ``burn`` CPU seconds each, the same work split in two parts with
@@ -158,7 +144,7 @@ def pytest_wall(calls: int, workers: int, burn: float | None = None) -> float:
         if burn is None:
             Path(d, "test_long.py").write_text(_TEST.format(n=calls))
         else:
-            Path(d, "test_burn.py").write_text(_BURN.format(seconds=burn))
+            Path(d, "test_burn.py").write_text(BURN_SUITE.format(count=2, seconds=burn))
         xdist = ["-n", str(workers)] if workers > 1 else ["-p", "no:xdist"]
         args = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", *xdist, d]
         start = time.perf_counter()
@@ -231,7 +217,7 @@ def main() -> list[tuple[str, ...]]:
     modes: list[tuple[str, int]] = [("sweep", 1), ("sweep", 2), ("floor", 1), ("floor", 2)]
     walls: dict[tuple[str, int], list[float]] = {m: [] for m in modes}
     for r in range(WALL_ROUNDS):
-        for mode in modes[r % len(modes) :] + modes[: r % len(modes)]:
+        for mode in rotated(modes, r):
             walls[mode].append(pytest_wall(CALLS, mode[1], burn if mode[0] == "floor" else None))
     best = {m: min(w) for m, w in walls.items()}
     speedup, floor_speedup = best[("sweep", 1)] / best[("sweep", 2)], best[("floor", 1)] / best[("floor", 2)]

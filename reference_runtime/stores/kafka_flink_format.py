@@ -229,15 +229,12 @@ def _java_call(c: CallResult) -> JavaCallResult:
     )
 
 
-def set_call_results(
-    text: StateText, index: int, results: Sequence[CallResult], location: Location | None = None
-) -> StateText:
+def set_call_results(text: StateText, index: int, results: Sequence[CallResult]) -> StateText:
     """``text`` with ``results`` in call slots ``index…`` (only they are encoded; ``text`` is left as it is).
-    An index past the end (a gap) is a :class:`StoreError`."""
+    An index past the end (a gap) is a :class:`StoreError`; the store names the state's location in it."""
     calls = text.calls if text.calls is not None else []
     if index < 0 or index > len(calls):
-        where = "" if location is None else f" [{location}]"
-        raise StoreError(f"call index {index} leaves a gap after {len(calls)} records{where}")
+        raise StoreError(f"call index {index} leaves a gap after {len(calls)} records")
     written = [write_call_result(_java_call(c)) for c in results]
     return StateText(text.head, [*calls[:index], *written, *calls[index + len(results) :]], text.tail)
 
