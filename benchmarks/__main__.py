@@ -3,13 +3,25 @@
 Names on the command line pick a subset, e.g. ``python -m benchmarks p1 p3``. ``--plot`` also writes one
 PNG per scaling benchmark (cost against K, keys, fields, calls; ours beside the anchors) into
 ``--plot-dir`` (default ``benchmark-plots``); it needs matplotlib (the ``bench`` extra).
+
+The run ends with one table of every target's verdict: met, forbidden by its floor, NOT met, or not measured.
+P12 needs the real flink_agents package: without it here, the run hands P12 to the python of the venv
+``scripts/flink-agents-venv.sh`` makes (``.venv-flink-agents``, or ``$DURABLE_FLINK_AGENTS_VENV``) when there
+is one, so one command still judges every target.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
+import os
+import subprocess
 import sys
+import tempfile
+from pathlib import Path
+
+from ._util import VERDICTS, VERDICTS_FILE, load_verdicts, save_verdicts, summary
 
 ALL = [
     "p1_overhead",
@@ -43,9 +55,15 @@ def main(argv: list[str]) -> int:
         )
     wanted = [n for n in ALL if not args.names or any(n == a or n.startswith(a + "_") for a in args.names)]
     for name in wanted:
-        module = importlib.import_module(f"benchmarks.{name}")
-        print(f"== {name}")
-        module.main()
+        print(f"== {name}", flush=True)
+        if name == "p12_examples" and _elsewhere():
+            continue
+        importlib.import_module(f"benchmarks.{name}").main()
+        print()
+    save_verdicts()
+    if VERDICTS and not os.environ.get(VERDICTS_FILE):
+        print("== targets")
+        print(summary(VERDICTS))
         print()
     if args.plot:
         from ._util import plot
@@ -53,6 +71,29 @@ def main(argv: list[str]) -> int:
         for path in plot(args.plot_dir):
             print(f"wrote {path}")
     return 0
+
+
+def _has_flink_agents() -> bool:
+    return all(importlib.util.find_spec(m) is not None for m in ("flink_agents", "pyflink"))
+
+
+def _elsewhere() -> bool:
+    """P12 run by the flink_agents venv's python when this one lacks the package, its verdicts brought back;
+    False when this python has the package (or no such venv exists: P12 then says what is missing)."""
+    if _has_flink_agents():
+        return False
+    root = Path(__file__).resolve().parent.parent
+    venv = Path(os.environ.get("DURABLE_FLINK_AGENTS_VENV", root / ".venv-flink-agents"))
+    python = venv / "bin" / "python"
+    if not python.is_file():
+        return False
+    print(f"(run by {python}: this python has no flink_agents)", flush=True)
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "verdicts.json")
+        env = {**os.environ, VERDICTS_FILE: out}
+        subprocess.run([str(python), "-m", "benchmarks", "p12"], cwd=root, env=env, check=False)
+        VERDICTS.extend(load_verdicts(out))
+    return True
 
 
 if __name__ == "__main__":

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -40,6 +43,113 @@ def test_burn(i):
     while time.process_time() < end:
         pass
 """
+
+
+# -- the run's verdicts -------------------------------------------------------------------------------------
+MET = "met"
+FORBIDDEN = "forbidden by its floor"
+NOT_MET = "NOT met"
+NOT_MEASURED = "not measured"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One target's verdict in this run: its figure beside its bound and, where one is measured, its floor
+    (the least any implementation measures here, in the figure's unit)."""
+
+    target: str
+    bound: str
+    figure: str
+    floor: str
+    state: str
+
+
+#: Every target judged in this process, in the order judged; ``python -m benchmarks`` prints them last.
+VERDICTS: list[Verdict] = []
+
+
+def spaced(n: int) -> str:
+    """``n`` with its thousands apart: 100 000."""
+    return f"{n:,}".replace(",", " ")
+
+
+def _fmt(value: float, unit: str, digits: int) -> str:
+    return f"{value:,.{digits}f}".replace(",", " ") + unit
+
+
+def judge(
+    target: str,
+    figure: float,
+    bound: float,
+    unit: str = "x",
+    *,
+    floor: float | None = None,
+    at_least: bool = False,
+    digits: int = 2,
+) -> str:
+    """Record and return the verdict on ``target``: met when ``figure`` is within ``bound`` (at most, or at
+    least with ``at_least``); else forbidden by its floor when ``floor`` is itself outside the bound, since no
+    implementation measures less than its floor; else NOT met. ``unit`` follows each number."""
+    met = figure >= bound if at_least else figure <= bound
+    forbidden = floor is not None and (floor < bound if at_least else floor > bound)
+    state = MET if met else FORBIDDEN if forbidden else NOT_MET
+    sign = ">=" if at_least else "<="
+    VERDICTS.append(
+        Verdict(
+            target,
+            f"{sign} {_fmt(bound, unit, digits)}",
+            _fmt(figure, unit, digits),
+            "" if floor is None else _fmt(floor, unit, digits),
+            state,
+        )
+    )
+    return state
+
+
+def record(target: str, bound: str, figure: str, state: str, floor: str = "") -> str:
+    """Record a verdict judged by the benchmark itself (a target that is not a number against a bound, or a
+    target not measured here, with ``figure`` saying why); returns ``state``."""
+    VERDICTS.append(Verdict(target, bound, figure, floor, state))
+    return state
+
+
+#: The environment variable naming a file a benchmark run in another interpreter writes its verdicts to.
+VERDICTS_FILE = "DURABLE_BENCH_VERDICTS"
+
+
+def save_verdicts() -> None:
+    """Write this process's verdicts to the file ``$DURABLE_BENCH_VERDICTS`` names, if it names one: how a run
+    in another interpreter (P12 in the flink_agents venv) hands them to the run that started it."""
+    path = os.environ.get(VERDICTS_FILE)
+    if path:
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump([asdict(v) for v in VERDICTS], f)
+
+
+def load_verdicts(path: str) -> list[Verdict]:
+    """The verdicts :func:`save_verdicts` wrote to ``path`` (none when the run wrote nothing)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return [Verdict(**v) for v in json.load(f)]
+    except (OSError, ValueError, TypeError):
+        return []
+
+
+def summary(verdicts: Sequence[Verdict]) -> str:
+    """The verdicts as one table, and a last line saying whether every target measured is met or forbidden by
+    its floor (the done-when of the performance issue) and which are not."""
+    rows = [("target", "bound", "this run", "floor", "verdict")]
+    rows += [(v.target, v.bound, v.figure, v.floor, v.state) for v in verdicts]
+    open_ = [v.target for v in verdicts if v.state == NOT_MET]
+    absent = [v.target for v in verdicts if v.state == NOT_MEASURED]
+    if open_:
+        last = f"neither met nor forbidden by its floor: {'; '.join(open_)}"
+    else:
+        n = len(verdicts) - len(absent)
+        last = f"every target measured is met or forbidden by its floor ({n} verdict{'' if n == 1 else 's'})"
+    if absent:
+        last += f"\nnot measured: {'; '.join(absent)}"
+    return f"{table(rows)}\n{last}"
 
 
 def table(rows: Sequence[Sequence[str]]) -> str:

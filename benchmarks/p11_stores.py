@@ -23,7 +23,7 @@ from reference_runtime.records import ActionRef, ActionState, StateRef
 from reference_runtime.stores.memory import InMemoryStore
 from reference_runtime.stores.sqlite import SqliteStore
 
-from ._util import point, table
+from ._util import NOT_MEASURED, judge, point, record, spaced, table
 
 OTHER_KEYS = (100, 10_000)
 OPS = 300
@@ -122,10 +122,12 @@ def main() -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = [
         ("P11 store op, other keys", "op", *(f"µs @{n:,}".replace(",", " ") for n in OTHER_KEYS), "ratio")
     ]
+    worst = (0.0, "")
     with tempfile.TemporaryDirectory() as d, stores(Path(d)) as all_stores:
         for name, factory, note in all_stores:
             if factory is None:
                 rows.append((name, f"not measured: {note}", "", "", ""))
+                record(f"P11 {name} store, other keys", "<= 1.20x", note, NOT_MEASURED)
                 continue
             figures = costs(factory)
             for op in ("get", "miss", "prune"):
@@ -140,7 +142,10 @@ def main() -> list[tuple[str, ...]]:
                         ylabel="µs (median)",
                     )
                 rows.append((name, op, f"{lo * 1e6:.1f}", f"{hi * 1e6:.1f}", f"{hi / lo:.2f}"))
+                worst = max(worst, (hi / lo, f"{name} {op}"))
     print(table(rows))
+    many = spaced(OTHER_KEYS[-1])
+    judge(f"P11 store operations, {many} other keys against {OTHER_KEYS[0]}, worst ({worst[1]})", worst[0], 1.2)
     return rows
 
 

@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ._util import table
+from ._util import judge, table
 
 TESTS = 200
 ROUNDS = 15
@@ -105,7 +105,7 @@ def main() -> None:
     print(f"{TESTS} trivial tests, {ROUNDS} rounds, each a fresh pytest process")
     print(table(rows))
     cost = _paired(cpu["with the package"], cpu[base])
-    verdict = "met" if cost <= TARGET else "NOT met"
+    verdict = judge("P13 unrelated project with the package installed, CPU", cost, TARGET, " s", digits=3)
     print(f"with the package: {cost:+.3f} s CPU per run, no durable line (target <= {TARGET} s: {verdict})")
 
 

@@ -28,7 +28,7 @@ from reference_runtime.stores.kafka_flink_format import (
 from reference_runtime.stores.memory import InMemoryStore
 from reference_runtime.stores.native import encode_call_result, encode_state
 
-from ._util import table
+from ._util import judge, table
 
 K = 1000
 REF = StateRef("k", 0, ActionRef("a", "m", "A.a", ("_input_event",)), InputEvent(0), "k-0-a")
@@ -105,6 +105,10 @@ def main() -> list[tuple[str, ...]]:
         ("flink-agents vs native deltas", "", "", f"{fa_rewrite / native_delta:,.0f}x"),
     ]
     print(table(rows))
+    judge("P3 bytes, native: whole-state rewrite / ours", native_rewrite / native_delta, 200, at_least=True, digits=0)
+    judge(
+        "P3 bytes, flink-agents: its rewrite / native deltas", fa_rewrite / native_delta, 200, at_least=True, digits=0
+    )
     return rows
 
 

@@ -19,7 +19,7 @@ from reference_runtime import Agent, Event, InputEvent, OutputEvent, Runner, Run
 from reference_runtime.exploration.scenario import Scenario, selector_for
 from reference_runtime.stores.memory import InMemoryStore
 
-from ._util import best_of, table
+from ._util import best_of, judge, table
 
 CALLS = 50
 ROUNDS = 15
@@ -73,6 +73,7 @@ def main() -> None:
         rows.append(
             (what, str(n), f"{n / best:.0f}", f"{n / statistics.median(times):.0f}", f"{best / plain:.2f}x the time")
         )
+    judge("P4 crash scenarios per second, as a sweep runs them", n / min(sweeps), 4000, "/s", at_least=True, digits=0)
     rows.append(("crash-free run", str(n), f"{n / plain:.0f}", f"{n / statistics.median(plains):.0f}", "1.00x"))
     print(
         f"{CALLS}-call agent, memory store, one scenario per fault point ({n} points), {ROUNDS} rounds; "

@@ -22,7 +22,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import NamedTuple
 
-from ._util import BURN_SUITE, table
+from ._util import BURN_SUITE, MET, judge, record, table
 
 REPEATS = 3
 SEED = "1"
@@ -174,6 +174,14 @@ def mutation_rows() -> list[tuple[str, ...]]:
         ("ours (best -n 2) / floor, speedup over speedup", "", f"{(one.wall / best2) / (floor1 / floor2):.2f}"),
     ]
     print(table(rows))
+    judge(
+        "P6 kit mutation suite, mutants killed",
+        100 * killed / max(len(two.cases), 1),
+        100,
+        " %",
+        at_least=True,
+        digits=0,
+    )
     return rows
 
 
@@ -198,12 +206,14 @@ def main() -> None:
     ]
     print(f"SQLite store in a temporary directory, {checks} checks, best of {REPEATS}, {os.cpu_count()} CPUs")
     print(table(rows))
+    judge("P6 durable certify of SQLite", best_one, 60, " s")
     same = same_command()
     if same:
         # One command run twice: the ratio is their noise, so the target is judged on the command (CONF-7).
         verdict = "the same pytest command as one process, so never slower: met (the ratio is their noise)"
+        record("P6 certify -n 2 / one process", "never slower", f"{best_one / best_two:.2f}x, the same command", MET)
     else:
-        verdict = "met" if best_one / best_two >= 1 else "NOT met"
+        verdict = judge("P6 certify -n 2 / one process", best_one / best_two, 1, at_least=True)
     print(
         f"-n 2 against one process: {best_one / best_two:.2f}x (target: never below 1; {verdict}); forced onto "
         f"workers {best_one / best_forced:.2f}x (worker start-up outweighs a suite this short)"

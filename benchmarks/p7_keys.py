@@ -13,7 +13,7 @@ import time
 from reference_runtime import Agent, Event, InputEvent, OutputEvent, Runner, RunnerContext, action
 from reference_runtime.stores.memory import InMemoryStore
 
-from ._util import point, rotated, table
+from ._util import judge, point, rotated, spaced, table
 
 KEYS = (100, 10_000, 100_000)
 RUNS = 2_000
@@ -79,6 +79,8 @@ def main() -> list[tuple[str, ...]]:
             )
         )
     print(table(rows))
+    worst = max(figures[(label, KEYS[0])] / rate for (label, _), rate in figures.items())
+    judge(f"P7 runs/s at up to {spaced(KEYS[-1])} keys against {KEYS[0]}, worst", worst, 1.3)
     return rows
 
 

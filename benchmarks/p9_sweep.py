@@ -20,7 +20,7 @@ from reference_runtime import Agent, Event, InputEvent, OutputEvent, Runner, Run
 from reference_runtime.exploration import snapshot_start as snap
 from reference_runtime.stores.memory import InMemoryStore
 
-from ._util import point, table
+from ._util import judge, point, table
 
 #: Calls of the agent whose whole sweep is timed on both paths.
 FULL = 500
@@ -92,6 +92,7 @@ def main() -> list[tuple[str, ...]]:
     rows.append(("snapshot path (default)", str(FULL), str(points), str(snapshots), f"{fast:.2f}", "1.00"))
     rows.append(("re-execution path", str(FULL), str(points), "0", f"{slow:.2f}", f"{slow / fast:.2f}"))
     print(table(rows))
+    judge(f"P9 full sweep of a {FULL}-call agent", fast, 2.5, " s")
     print()
     per: list[tuple[str, ...]] = [
         (

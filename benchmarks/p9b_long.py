@@ -38,7 +38,7 @@ from reference_runtime.faults import Phase
 from reference_runtime.identity import args_digest
 from reference_runtime.stores.memory import InMemoryStore
 
-from ._util import BURN_SUITE, point, rotated, table
+from ._util import BURN_SUITE, judge, point, rotated, spaced, table
 from .p9_sweep import Many
 
 CALLS = 5000
@@ -173,10 +173,11 @@ def main() -> list[tuple[str, ...]]:
     sweep_cpu = 0.0
     for n in SIZES:
         found = child_sweep(n)
-        if n == CALLS:
-            sweep_cpu = found["cpu"]  # the floor below burns it
         replays = n * (n + 1) // 2
         floor = replays * replay + run * n / CALLS
+        if n == CALLS:
+            sweep_cpu = found["cpu"]  # the floor below burns it
+            judge(f"P9b full sweep of a {spaced(CALLS)}-call agent, CPU", sweep_cpu, 10, " s", floor=floor)
         rows.append(
             (
                 "sweep (snapshots, shared, converging)" + ("  (target <= 10 s)" if n == CALLS else ""),
@@ -221,12 +222,7 @@ def main() -> list[tuple[str, ...]]:
             walls[mode].append(pytest_wall(CALLS, mode[1], burn if mode[0] == "floor" else None))
     best = {m: min(w) for m, w in walls.items()}
     speedup, floor_speedup = best[("sweep", 1)] / best[("sweep", 2)], best[("floor", 1)] / best[("floor", 2)]
-    if speedup >= 1.6:
-        verdict = "met"
-    elif floor_speedup < 1.6:
-        verdict = "forbidden by the floor below"
-    else:
-        verdict = "NOT met"
+    verdict = judge("P9b one long sweep, -n 2 / one process", speedup, 1.6, floor=floor_speedup, at_least=True)
     print()
     print(
         table(
