@@ -25,7 +25,7 @@ from . import observe
 from .clock import Clock, SystemClock
 from .codecs import _SCALARS, CloudpickleCodec, PayloadCodec, RecordBinding
 from .errors import DurableError, Location, NondeterminismError, PayloadDecodeError, SignatureError
-from .faults import FaultInjector, FaultPoint, Phase
+from .faults import FaultInjector, FaultPoint, Phase, SimulatedCrash
 from .identity import CallContext, CallId, _args_digest, args_digest, flink_args_digest, function_id
 from .limits import decode_limits
 from .memory import _in_durable_call as _current_call
@@ -196,7 +196,9 @@ class JournalEntry(NamedTuple):
     call_id: CallId
     function_id: str
     args_digest: str
-    outcome: Literal["ok", "error"]
+    outcome: Literal["ok", "error", "in flight"]
+    """``in flight``: the call's work had started when its attempt ended (a crash, here or in another
+    key's task) and was never settled: it ran, or runs on, unrecorded (spec DE-18)."""
     source: Source
     attempt: int = 0
     """How many failovers preceded this execution attempt (stamped by the runner)."""
@@ -298,6 +300,10 @@ class ActionExecution:
         #: lowered by any write to a record below it.
         self._verified = 0
         self._planned: list[PlanEntry | None] = []
+        #: The slots whose work went off the action's code (an async call on the pool, a coroutine function)
+        #: or died inside it (a crash in a backoff), not settled yet, by call id: :meth:`abandon` journals
+        #: them when the attempt ends (spec DE-19).
+        self._running: dict[CallId, Slot] = {}
         # A plan only where replays take the fused path and decode as a plain codec does (no signature, no
         # subclass reading payloads its own way), under the limits its values were decoded with (COST-8).
         codec = self.codec
@@ -515,25 +521,31 @@ class ActionExecution:
         (RETRY-1), or its reconciler once. Only the outcome of the last attempt is returned."""
         call, _, _, func, args, kwargs, retry = slot
         assert func is not None, "a replayed slot has no work"
-        while True:
-            # Set by hand rather than through a context manager: this is the hot path.
-            token = _current_call.set(call)
-            try:
-                outcome = Outcome(func(*args, **kwargs), None)
-            except DurableError:
-                # A misuse of the runtime (e.g. memory access) is a bug to surface, not an outcome to record.
-                raise
-            except Exception as exc:
-                outcome = Outcome(None, exc)
-            finally:
-                _current_call.reset(token)
-            if retry is None or outcome.error is None:
-                return outcome
-            again = self.next_attempt(retry, outcome.error, call)
-            if again is None:
-                return outcome
-            call, delay = again
-            self.clock.sleep(delay)
+        try:
+            while True:
+                # Set by hand rather than through a context manager: this is the hot path.
+                token = _current_call.set(call)
+                try:
+                    outcome = Outcome(func(*args, **kwargs), None)
+                except DurableError:
+                    # A misuse of the runtime (e.g. memory access) is a bug to surface, not an outcome to record.
+                    raise
+                except Exception as exc:
+                    outcome = Outcome(None, exc)
+                finally:
+                    _current_call.reset(token)
+                if retry is None or outcome.error is None:
+                    return outcome
+                again = self.next_attempt(retry, outcome.error, call)
+                if again is None:
+                    return outcome
+                call, delay = again
+                self.clock.sleep(delay)
+        except SimulatedCrash:
+            # The process died inside the work (in it, or in a backoff between its attempts): it started and
+            # will never settle in this attempt, which journals it in flight when it ends (DE-19).
+            self._running[slot[0].call_id] = slot
+            raise
 
     def run_async(self, slot: Slot) -> Coroutine[Any, Any, Outcome]:
         """:meth:`run` off the runner's thread: on the async pool, or, for a coroutine function, awaited
@@ -559,10 +571,15 @@ class ActionExecution:
     async def _run_async(self, slot: Slot) -> Outcome:
         func = slot[3]
         if not inspect.iscoroutinefunction(func):
+            self._running[slot[0].call_id] = slot
             loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self.pool, copy_context().run, self.run, slot)
+            # Shielded: when a crash cancels the action, its work runs on to its end even if no thread had
+            # taken it yet (the run's end waits for it), so what the journal says ran did run, whatever the
+            # threads' timing (DE-19, PLG-22).
+            return await asyncio.shield(loop.run_in_executor(self.pool, copy_context().run, self.run, slot))
         call, _, _, _, args, kwargs, retry = slot
         assert func is not None, "a replayed slot has no work"
+        self._running[call.call_id] = slot  # started: it runs in this task from here on
         while True:
             token = _current_call.set(call)
             try:
@@ -580,6 +597,22 @@ class ActionExecution:
                 return outcome
             call, delay = again
             await asyncio.get_running_loop().run_in_executor(self.pool, self.clock.sleep, delay)
+
+    def abandon(self) -> None:
+        """The attempt ended with this execution unfinished (a crash, here or in another key's task, which
+        cancels it): journal every call whose work went off the action's code and is not settled as ``in
+        flight``; it runs on to its end (on the pool, the run's end waits for it), so a run of it again after
+        recovery is seen as the second run it is (DE-19, the verdict's ``repeated``)."""
+        running = self._running
+        if not running:
+            return
+        # A copy first: a pool thread's crash may still note its slot (an existing key) meanwhile.
+        for call, plan in (slot[:2] for slot in list(running.values())):
+            cid, fid, digest, _ = call
+            self.journal.append(_new(JournalEntry, (cid, fid, digest, "in flight", _SOURCES[plan], self.failovers)))
+            if self.first_ran is None:
+                self.first_ran = len(self.journal) - 1
+        running.clear()
 
     def next_attempt(
         self, retry: RetryPolicy, error: BaseException, call: CallContext
@@ -600,6 +633,8 @@ class ActionExecution:
         One method rather than two: a second call per durable call costs 1 % of it (benchmark P1)."""
         call, plan = slot[0], slot[1]
         cid, fid, digest, _ = call
+        if self._running:
+            self._running.pop(cid, None)
         # Journaled before the fault points: the call ran even if the process dies before its record lands.
         self.journal.append(
             _new(
@@ -706,6 +741,10 @@ class ActionExecution:
             raise
         except Exception as exc:
             value, error = None, exc
+        except SimulatedCrash:
+            # As in ``run``: the work started and never settles in this attempt (DE-19).
+            self._running[call_id] = (CallContext(call_id, fid, digest, 1), _EXECUTE, None, func, args, kwargs, None)
+            raise
         finally:
             _current_call.reset(token)
         if self._captured is not None:  # a sweep holds REC-6 against recorded values (PLG-25)

@@ -209,8 +209,9 @@ def test_failed_commit_aborts_with_the_prepared_value() -> None:
 
 
 def test_attempts_are_not_durable_a_crash_during_backoff_restarts_at_attempt_1() -> None:
-    """RETRY-5: attempts are not recorded, so a crash during the backoff after attempt 2 restarts the retries
-    at attempt 1 on recovery (at-least-once per execution attempt); the final outcome is recorded once."""
+    """RETRY-5, DE-19: attempts are not recorded, so a crash during the backoff after attempt 2 restarts the
+    retries at attempt 1 on recovery (at-least-once per execution attempt); the final outcome is recorded once,
+    and the crashed attempt journals the call in flight: its attempts ran."""
     ATTEMPTS.clear()
     FAILURES["left"] = 4
     policy = RetryPolicy(max_attempts=3, backoff=Backoff(initial=1.0, jitter=0.0), retry_on=(ConnectionError,))
@@ -225,7 +226,10 @@ def test_attempts_are_not_durable_a_crash_during_backoff_restarts_at_attempt_1()
     assert result.failovers == 1
     assert ATTEMPTS == [1, 2, 1, 2, 3]
     assert result.outputs == {"k": [42]}
-    assert [e.source for e in result.journal] == ["executed"]
+    assert [(e.attempt, e.source, e.outcome) for e in result.journal] == [
+        (0, "executed", "in flight"),
+        (1, "executed", "ok"),
+    ]
 
 
 def test_retry_on_is_validated_when_the_policy_is_made() -> None:

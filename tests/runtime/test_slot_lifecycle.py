@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import Counter
 from typing import Any, ClassVar
 
@@ -11,6 +12,7 @@ import pytest
 
 from reference_runtime import (
     Agent,
+    CallId,
     CrashAt,
     DurableCall,
     Event,
@@ -29,6 +31,9 @@ from reference_runtime.batch import BatchTimeoutError
 from reference_runtime.clock import VirtualClock
 from reference_runtime.codecs import CloudpickleCodec
 from reference_runtime.durable import ActionExecution, Outcome
+from reference_runtime.exploration.scenario import Scenario
+from reference_runtime.exploration.sweep import run_scenario
+from reference_runtime.exploration.verdict import check
 from reference_runtime.identity import args_digest
 from reference_runtime.records import ActionRef, ActionState, CallResult, CallStatus, StateRef
 from reference_runtime.retry import Backoff, RetryPolicy
@@ -160,8 +165,9 @@ def test_a_batch_retry_on_other_exceptions_is_not_retried() -> None:
 
 
 def test_a_crash_between_attempts_of_a_batch_call_restarts_its_retries_at_attempt_1() -> None:
-    """BAT-7, RETRY-5: a crash during the backoff of slot 1 leaves it PENDING with nothing recorded;
-    recovery replays slot 0 and re-runs slot 1 from attempt 1, then slot 2; each outcome is recorded once."""
+    """BAT-7, RETRY-5, DE-19: a crash during the backoff of slot 1 leaves it PENDING with nothing recorded;
+    recovery replays slot 0 and re-runs slot 1 from attempt 1, then slot 2; each outcome is recorded once.
+    Slot 1's attempts before the crash ran: the crashed attempt journals it in flight."""
     store = InMemoryStore()
     result = Runner(RetriedBatch, store, clock=CrashingBackoffClock(crash_on_sleep=2, index=1)).run([("k", 2)])
     assert result.failovers == 1
@@ -169,8 +175,14 @@ def test_a_crash_between_attempts_of_a_batch_call_restarts_its_retries_at_attemp
     assert ATTEMPTS[(0, 1)] == [1], "slot 0 was finalized before the crash: it replays"
     assert ATTEMPTS[(2, 3)] == [1], "slot 2 never started before the crash"
     assert result.outputs == {"k": [[100, 200, 300]]}
-    sources = [(e.attempt, e.call_id.call_index, e.source) for e in result.journal]
-    assert sources == [(0, 0, "executed"), (1, 0, "replayed"), (1, 1, "executed"), (1, 2, "executed")]
+    trail = [(e.attempt, e.call_id.call_index, e.source, e.outcome) for e in result.journal]
+    assert trail == [
+        (0, 0, "executed", "ok"),
+        (0, 1, "executed", "in flight"),
+        (1, 0, "replayed", "ok"),
+        (1, 1, "executed", "ok"),
+        (1, 2, "executed", "ok"),
+    ]
 
 
 def crashes(i: int) -> int:
@@ -500,3 +512,94 @@ def test_sync_pool_and_coroutine_paths_make_the_same_records_journal_and_fault_p
         sync = run_path("sync", crash)
         assert run_path("pool", crash) == sync, crash
         assert run_path("coroutine", crash) == sync, crash
+
+
+# -- DE-19: work an unfinished attempt left in flight is journaled, so its run after recovery is seen ---------
+
+IN_FLIGHT_RUNS: Counter[str] = Counter()
+_A_STARTED = threading.Event()
+_RELEASE = threading.Event()  # a's work ends only once its attempt has ended: set when it is abandoned
+
+
+def held(tag: str) -> str:
+    IN_FLIGHT_RUNS[tag] += 1
+    _A_STARTED.set()
+    assert _RELEASE.wait(10), "never released"
+    return tag
+
+
+async def held_coroutine(tag: str) -> str:
+    IN_FLIGHT_RUNS[tag] += 1
+    _A_STARTED.set()
+    while not _RELEASE.is_set():
+        await asyncio.sleep(0.001)
+    return tag
+
+
+def queued(tag: str) -> str:
+    IN_FLIGHT_RUNS[tag] += 1
+    return tag
+
+
+def after_a(tag: str) -> str:
+    assert _A_STARTED.wait(10), "a never started"
+    return tag
+
+
+class InFlightAtCrash(Agent):
+    """Key ``a``'s call is in flight (on the pool, or a coroutine function awaiting) when key ``b`` crashes;
+    key ``c``'s call is queued for the pool's one thread, held by ``a``'s, when the pool path is taken."""
+
+    @action(InputEvent)
+    @staticmethod
+    async def work(event: Event, ctx: RunnerContext) -> None:
+        key, path = event.attributes["input"]
+        if key == "a":
+            out = await ctx.durable_execute_async(held_coroutine if path == "coroutine" else held, key)
+        elif key == "c":
+            out = await ctx.durable_execute_async(queued, key)
+        else:
+            # Synchronous, so b's crash comes once a's work started, with no other task run in between.
+            ctx.durable_execute(after_a, key)
+            out = ctx.durable_execute(queued, key)
+        ctx.send_event(OutputEvent(out))
+
+
+@pytest.mark.parametrize("path", ["pool", "coroutine"])
+def test_work_in_flight_at_a_crash_is_journaled_and_its_run_after_recovery_reported(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DE-19, PLG-23: a's call started in the attempt b's crash ended and runs again after recovery (no record
+    was written): the crashed attempt journals it ``in flight`` and the verdict reports the call as run again.
+    On the pool path, c's work, queued for the pool's one thread at the crash, runs to its end too and is
+    journaled the same way, so what is reported does not hang on whether a thread had taken it (PLG-22)."""
+    keys = ("a", "c", "b")
+    inputs = [(k, (k, path)) for k in keys]
+    IN_FLIGHT_RUNS.clear()
+    _A_STARTED.clear()
+    _RELEASE.set()
+    baseline = Runner(InFlightAtCrash, InMemoryStore(), async_threads=1).run(inputs)
+    assert dict(IN_FLIGHT_RUNS) == dict.fromkeys(keys, 1)
+    IN_FLIGHT_RUNS.clear()
+    _A_STARTED.clear()
+    _RELEASE.clear()
+    abandon = ActionExecution.abandon
+
+    def releasing(self: ActionExecution) -> None:
+        abandon(self)
+        if self.ref.key == "a":
+            _RELEASE.set()  # the crash cancelled a's action: let its work end (the runner waits for it)
+
+    monkeypatch.setattr(ActionExecution, "abandon", releasing)
+    scenario = Scenario((CrashAt(Phase.BEFORE_CALL, "b", call_index=1),))
+    result, injector = run_scenario(InFlightAtCrash, inputs, InMemoryStore, scenario, async_threads=1)
+    assert len(injector.fired) == 1 and result.outputs == baseline.outputs
+    a_call = CallId("a", 0, "work", 0)
+    trail = [(e.outcome, e.source, e.attempt) for e in result.journal if e.call_id == a_call]
+    assert trail == [("in flight", "executed", 0), ("ok", "executed", 1)]
+    c_call = CallId("c", 0, "work", 0)
+    c_trail = [(e.outcome, e.source, e.attempt) for e in result.journal if e.call_id == c_call]
+    assert c_trail == [("in flight", "executed", 0), ("ok", "executed", 1)]
+    assert dict(IN_FLIGHT_RUNS) == {"a": 2, "b": 1, "c": 2}
+    outcome = check(scenario, baseline, result, injector)
+    assert outcome.repeated == [str(a_call), str(c_call)] and not outcome.violations
