@@ -144,7 +144,7 @@ def _canonical_cloudpickle(value: Any) -> bytes:
     follows the hash seed (IDN-10). A value that cannot take that round trip (a cycle, a class that does not
     load back) is pickled as it is."""
     try:
-        unshared = pickle.loads(_fast_dumps(value, _CanonicalPickler))
+        unshared = pickle.loads(_fast_dumps(_set_order_free(value), _CanonicalPickler))
         data: bytes = cloudpickle.dumps(unshared)
     except Exception:
         data = cloudpickle.dumps(value)
@@ -158,7 +158,7 @@ class _CanonicalPickler(cloudpickle.CloudPickler):  # type: ignore[misc]
         cls = type(obj)
         if hasattr(cls, "__pydantic_fields__") and hasattr(obj, "__pydantic_fields_set__"):
             name = f"{cls.__module__}.{cls.__qualname__}"
-            state = (obj.__dict__, obj.__pydantic_extra__, obj.__pydantic_private__)
+            state = (_set_order_free(obj.__dict__), obj.__pydantic_extra__, obj.__pydantic_private__)
             return _model_state, (name, *state)
         return super().reducer_override(obj)
 
@@ -166,6 +166,40 @@ class _CanonicalPickler(cloudpickle.CloudPickler):  # type: ignore[misc]
 def _model_state(name: str, fields: Any, extra: Any, private: Any) -> tuple[Any, ...]:
     """What a pydantic model digests as (:class:`_CanonicalPickler`)."""
     return ("pydantic", name, fields, extra, private)
+
+
+def _set_order_free(value: Any, depth: int = 0) -> Any:
+    """``value`` with every set and frozenset it reaches through lists, tuples and dicts written as a tuple
+    ``("set" or "frozenset", items)``, its items in the order of their own canonical pickles (IDN-10): a set
+    pickles in its iteration order, which for strings and bytes follows the process's hash seed, so the
+    same arguments would digest differently in another process, as after a failover to a new one. ``value``
+    itself when it reaches no set, so every other digest stays as it was. A set whose items cannot be
+    pickled is left as it is."""
+    t = type(value)
+    if t in _PLAIN or depth > 50:
+        return value
+    if t is set or t is frozenset:
+        items = [_set_order_free(v, depth + 1) for v in value]
+        try:
+            items.sort(key=_sort_key)
+        except Exception:
+            return value
+        return (t.__name__, tuple(items))
+    if t is list or t is tuple:
+        copied = [_set_order_free(v, depth + 1) for v in value]
+        if all(c is v for c, v in zip(copied, value, strict=True)):
+            return value
+        return copied if t is list else tuple(copied)
+    if t is dict:
+        pairs = [(_set_order_free(k, depth + 1), _set_order_free(v, depth + 1)) for k, v in value.items()]
+        if all(pk is k and pv is v for (pk, pv), (k, v) in zip(pairs, value.items(), strict=True)):
+            return value
+        return dict(pairs)
+    return value
+
+
+def _sort_key(item: Any) -> bytes:
+    return _fast_dumps(item, _CanonicalPickler)
 
 
 # The shapes of plain arguments: not plain (0), plain with no object reached twice (1), plain with an object

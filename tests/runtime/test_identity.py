@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import functools
+import json
+import os
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given
@@ -119,3 +123,43 @@ def test_the_digest_found_by_value_is_the_digest_of_the_pickle(args: tuple[objec
         assert args_digest(probe, {}) == _args_digest(probe, {}, False)
     text = "shared-prompt"
     assert args_digest((text, text), {}) == args_digest((text, "".join(["shared-", "prompt"])), {})
+
+
+_SEEDED = """
+import json, sys
+import pydantic
+from reference_runtime.identity import args_digest, flink_args_digest
+
+class Tagged(pydantic.BaseModel):
+    tags: set[str]
+
+cases = [
+    (({"alpha", "beta", "gamma", "delta", "eps"},), {}),
+    ((), {"tags": frozenset({"x1", "y2", "z3", "w4"}), "n": [{"a", "b", "c"}]}),
+    (({("k", b"v"), ("l", b"w"), ("m", b"x")}, {frozenset({"p", "q"}), frozenset({"r", "s"})}), {}),
+    (({1, "one", b"two", 3.5, None},), {}),
+    ((Tagged(tags={"red", "green", "blue", "cyan"}),), {}),
+    (("no set", [1, 2], {"k": "v"}), {}),
+]
+print(json.dumps([[args_digest(a, k), flink_args_digest(a, k)] for a, k in cases]))
+"""
+
+
+def test_a_set_argument_digests_the_same_under_every_hash_seed() -> None:
+    """IDN-10: sets (of strings, bytes, tuples, frozensets, mixed, in a pydantic model's field) pickle in an
+    order that follows the hash seed; the runtime's digest does not, so a call replays in a new process.
+    Flink Agents' digest does (sources §set-arguments-and-the-hash-seed): under seeds 1, 2 and 3 it differs
+    for the first case, which is the bug a real failover to a new Python worker meets."""
+    runs = []
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out = subprocess.run([sys.executable, "-c", _SEEDED], env=env, capture_output=True, text=True, check=True)
+        runs.append(json.loads(out.stdout))
+    ours = [[case[0] for case in run] for run in runs]
+    flink = [[case[1] for case in run] for run in runs]
+    assert ours[0] == ours[1] == ours[2]
+    assert len({run[0] for run in flink}) == 3, "Flink Agents' digest of a set of strings follows the seed"
+    # No set, nothing changed: the digest is Flink Agents' own (IDN-2).
+    assert ours[0][-1] == flink[0][-1] == flink[1][-1]
+    # A set is told apart from its sorted list and from another set.
+    assert len(set(ours[0])) == len(ours[0])
