@@ -884,6 +884,32 @@ def round_call(i: int, n: int) -> int:
     return 10 * i + n
 
 
+def recall(history: list[str], last: str) -> str:
+    """The durable call of :class:`Recalled`: books its execution and answers."""
+    LEDGER.effect()
+    return f"answer {len(history)} {last}"
+
+
+class Recalled(Agent):
+    """``think`` runs twice for one input: the first execution keeps one string in short-term memory under two
+    names, the second passes both to one durable call. In the run that wrote them they are one string object,
+    which a pickle writes once and then as a back-reference; once recovery rebuilt the memory from the store
+    they are two equal strings. Equal arguments must hit their record however their objects are shared
+    (IDN-10), as a chat model's history and last message do in a real tool loop."""
+
+    @action(InputEvent, "again")
+    @staticmethod
+    def think(event: Event, ctx: RunnerContext) -> None:
+        memory = ctx.short_term_memory
+        if event.type == InputEvent.TYPE:
+            text = f"question {event.attributes['input']}"
+            memory.set("history", [text])
+            memory.set("last", text)
+            ctx.send_event(Event("again", {"input": event.attributes["input"]}))
+        else:
+            ctx.send_event(OutputEvent(ctx.durable_execute(recall, memory.get("history"), memory.get("last"))))
+
+
 class Rounds(Agent):
     """A tool loop: the action ``think`` handles the input and the ``round`` event it sends itself, so it runs
     :data:`ROUNDS` times for one input (IDN-9, FLT-6), each execution making one durable call whose result it

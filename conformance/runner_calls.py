@@ -269,6 +269,23 @@ class CallConformance(_RunnerChecks):
             ["TypeError", "reconciler must be a callable that takes no arguments"],
         ], f"IDN-7: a reconciler that is not callable / takes arguments: got {seen[4:]}"
 
+    @clause("IDN-10")
+    @capability("runner")
+    def test_equal_arguments_rebuilt_by_recovery_hit_their_record(self, durable_runner_factory: RunnerFactory) -> None:
+        """IDN-10: a call whose arguments share one string object in the run that recorded it, and are two equal
+        strings once recovery rebuilt them from the store, replays its record after a crash: its digest depends
+        on the arguments' values, not on which of their objects are one."""
+        want = {"k": ["answer 1 question 1"]}
+        crash = CrashAt(Phase.AFTER_RECORD, "k", 0, "think", 0, execution=2)
+        outcome, inj, _ = self.observe(durable_runner_factory, agents.Recalled, [("k", 1)], [crash])
+        got = outcome.outputs if isinstance(outcome, RunResult) else outcome
+        assert got == want and inj.fired, f"IDN-10: after a crash past the call's record: {got!r}, expected {want}"
+        runs = LEDGER.effects[str(CallId("k", 0, "think", 0, 2))]
+        assert runs == 1, (
+            f"IDN-10: the call ran {runs} times: equal arguments rebuilt by recovery (two equal strings where the "
+            "recorded run passed one string twice) missed their record"
+        )
+
     # -- recorded exceptions and records -------------------------------------------------------------------
     @clause("DE-9")
     @clause("PAY-1")

@@ -212,7 +212,7 @@ MUST_MAP: dict[str, tuple[str, ...]] = {
     "KEY-2": ("RunnerConformance.test_state_keys",),
     "KEY-3": (),
     "IDN-9": ("RunnerConformance.test_each_execution_of_an_action_has_call_ids_of_its_own",),
-    "IDN-10": (),
+    "IDN-10": ("RunnerConformance.test_equal_arguments_rebuilt_by_recovery_hit_their_record",),
     "FLT-6": ("RunnerConformance.test_every_execution_of_an_action_is_its_own_fault_point",),
     "FAIL-1": ("RunnerConformance.test_a_failing_store_stops_the_run_at_once",),
     "BAT-1": ("RunnerConformance.test_batch_runs_exactly_parallelism_calls_and_finalizes_by_index",),

@@ -46,6 +46,7 @@ from reference_runtime import (
     memory,
     two_phase,
 )
+from reference_runtime import identity as reference_identity
 from reference_runtime import runner as runner_module
 from reference_runtime.agent import ActionSpec
 from reference_runtime.events import Event
@@ -392,6 +393,18 @@ def digest_over_repr(run: RunArgs) -> RunResult:
     """Digests the arguments' repr instead of their pickle ("cheaper")."""
     with patched(
         durable, "args_digest", lambda args, kwargs: hashlib.sha256(repr((args, kwargs)).encode()).hexdigest()[:16]
+    ):
+        return run.runner().run(run.inputs)
+
+
+@violates("IDN-10")
+def flink_agents_digest(run: RunArgs) -> RunResult:
+    """Digests the arguments exactly as Flink Agents does (``cloudpickle.dumps`` of them as they are), so the
+    digest depends on which of their objects are shared, and matches only that digest."""
+    flink = reference_identity.flink_args_digest
+    with (
+        patched(durable, "args_digest", lambda args, kwargs, memo=True: flink(args, kwargs)),
+        patched(durable, "_args_digest", lambda args, kwargs, memo: flink(args, kwargs)),
     ):
         return run.runner().run(run.inputs)
 
