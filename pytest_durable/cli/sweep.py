@@ -46,6 +46,16 @@ def read_inputs(path: str) -> list[tuple[str, Any]]:
     return inputs
 
 
+def read_shard(text: str | None) -> tuple[int, int] | None:
+    """``--shard K/N`` as the engine's ``shard=(K - 1, N)``; None without the option."""
+    if text is None:
+        return None
+    k, sep, n = text.partition("/")
+    if sep and k.strip().isdigit() and n.strip().isdigit() and 1 <= int(k) <= int(n):
+        return int(k) - 1, int(n)
+    raise CommandError(f"--shard {text!r}: expected K/N with 1 <= K <= N, e.g. --shard 1/2 for the first of two parts")
+
+
 def main(argv: list[str]) -> int:
     parser = Parser(
         prog="durable sweep",
@@ -70,6 +80,17 @@ def main(argv: list[str]) -> int:
         action="store_true",
         help="run the agent up to every crash point instead of starting from snapshots of the crash-free "
         "run (slower, same verdict; for debugging) (PLG-16)",
+    )
+    parser.add_argument(
+        "--shard",
+        metavar="K/N",
+        help="run the K-th of N parts of the sweep (K from 1), cut where their costs balance; N processes, one "
+        "per part, together crash every point once and each decides as the whole sweep would (PLG-29, CLI-8)",
+    )
+    parser.add_argument(
+        "--virtual-clock",
+        action="store_true",
+        help="run the agent on a virtual clock: retry backoffs and batch deadlines take no real time (CLI-8)",
     )
     parser.add_argument(
         "-v",
@@ -99,6 +120,7 @@ def _sweep(args: argparse.Namespace) -> int:
             f"durable sweep {args.agent!r}: not an Agent subclass nor a flink_agents Agent (got {type(agent).__name__})"
         )
     inputs = read_inputs(args.inputs)
+    shard = read_shard(args.shard)
     from reference_runtime.exploration.ledger import Ledger
     from reference_runtime.exploration.sweep import start_summary, sweep
     from reference_runtime.exploration.verdict import Verdict
@@ -109,10 +131,17 @@ def _sweep(args: argparse.Namespace) -> int:
     url = checked_url(args.store, "--store", needs=("isolated",))
     ledger = Ledger() if args.effect else None
     drawn = ProgressLine(sys.stderr) if wanted(sys.stderr, args.progress) else None
+    options: dict[str, Any] = {}
+    if args.virtual_clock:
+        from reference_runtime.clock import VirtualClock
+
+        options["clock"] = VirtualClock()
     with declared(ledger or Ledger(), args.effect), _runtime_logs_silenced():
         stores = store_factory(url)
         try:
-            outcomes = sweep(agent, inputs, stores, ledger, re_execute=args.re_execute, progress=drawn)
+            outcomes = sweep(
+                agent, inputs, stores, ledger, re_execute=args.re_execute, progress=drawn, shard=shard, **options
+            )
         except Exception as exc:  # the agent itself failed: say so in one line, not a traceback wall
             reason = " ".join(str(exc).split())
             print(
@@ -126,6 +155,8 @@ def _sweep(args: argparse.Namespace) -> int:
                 drawn.close()
             stores.cleanup()
     verdict = Verdict(outcomes, effects_declared=ledger is not None)
+    if shard is not None:
+        print(f"part {shard[0] + 1} of {shard[1]}: {len(outcomes)} fault points (--shard {args.shard})")
     _print_matrix(verdict)
     if args.verbose:
         for line in start_summary(outcomes):

@@ -502,3 +502,61 @@ def test_the_progress_line_counts_and_estimates() -> None:
     assert term.text.endswith("\r") and term.text.count("\r") == 4
     assert wanted(term, None) and not wanted(_Terminal(False), None)  # type: ignore[arg-type]
     assert wanted(_Terminal(False), True) and not wanted(term, False)  # type: ignore[arg-type]
+
+
+def _point_lines(out: str) -> list[str]:
+    """The matrix's fault-point lines of a `durable sweep` output (with their violation lines)."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("fault point"))
+    summary = re.compile(r"\d+ fault points, ")
+    return [line for line in lines[start + 1 :] if not line.startswith("note:") and not summary.match(line)]
+
+
+def test_sweep_parts_together_are_the_whole_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """CLI-8, PLG-29: `--shard 1/2` and `--shard 2/2` crash, between them, every fault point of the whole sweep
+    once, each line as the whole sweep prints it; each part says which it is."""
+    inputs = tmp_path / "in.jsonl"
+    inputs.write_text('{"key": "k", "input": 1}\n{"key": "j", "input": 2}\n')
+    argv = ["sweep", "tests.plugin.verdict_agents:NonIdempotent", "--inputs", str(inputs), "--no-progress"]
+    whole_code = durable(argv)
+    whole = capsys.readouterr().out
+    parts, codes = [], []
+    for k in (1, 2):
+        codes.append(durable([*argv, "--shard", f"{k}/2"]))
+        out = capsys.readouterr().out
+        assert re.search(rf"^part {k} of 2: \d+ fault points \(--shard {k}/2\)$", out, re.MULTILINE), out
+        parts.append(_point_lines(out))
+    assert all(parts) and sorted(parts[0] + parts[1]) == sorted(_point_lines(whole))
+    assert codes == [whole_code, whole_code]
+
+
+@pytest.mark.parametrize("bad", ["0/2", "3/2", "1", "a/b", "1/0", "2/1"])
+def test_a_bad_shard_is_one_line(bad: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """CLI-8, CLI-3: a --shard that is not K/N with 1 <= K <= N is one line naming it and an example (exit 2)."""
+    inputs = tmp_path / "in.jsonl"
+    inputs.write_text('{"key": "k", "input": 1}\n')
+    code = durable(["sweep", "tests.plugin.verdict_agents:NonIdempotent", "--inputs", str(inputs), "--shard", bad])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert f"--shard {bad!r}: expected K/N with 1 <= K <= N, e.g. --shard 1/2" in err
+
+
+def test_sweep_on_a_virtual_clock_never_sleeps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CLI-8: with --virtual-clock the long retry backoffs of an agent take no real time (the real clock's
+    sleep raises here); without it the first backoff reaches the real clock."""
+    from reference_runtime.clock import SystemClock
+
+    def no_real_sleep(self: SystemClock, seconds: float) -> None:
+        raise AssertionError(f"a real sleep of {seconds} s")
+
+    monkeypatch.setattr(SystemClock, "sleep", no_real_sleep)
+    inputs = tmp_path / "in.jsonl"
+    inputs.write_text('{"key": "k", "input": "a"}\n')
+    argv = ["sweep", "tests.plugin.verdict_agents:RetriesAfterAnHour", "--inputs", str(inputs), "--no-progress"]
+    assert durable([*argv, "--virtual-clock"]) == 0
+    out = capsys.readouterr().out
+    assert "fault point" in out and "FAIL" not in out, out
+    assert durable(argv) == 1
+    assert "a real sleep of" in capsys.readouterr().err

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from reference_runtime import Agent, Event, InputEvent, OutputEvent, RunnerContext, action, current_call
+from reference_runtime import (
+    Agent,
+    Backoff,
+    Event,
+    InputEvent,
+    OutputEvent,
+    RetryPolicy,
+    RunnerContext,
+    action,
+    current_call,
+)
 
 SENT: list[str] = []
 CHARGED: list[int] = []
@@ -79,3 +89,26 @@ class Reconciled(Agent):
             return PAYMENTS.receipt(current_call().idempotency_key) or pay(amount)
 
         ctx.send_event(OutputEvent(ctx.durable_execute(pay, amount, reconciler=check)))
+
+
+#: Attempts of :func:`flaky_once` so far, over every run of the process.
+FLAKY_ATTEMPTS: list[str] = []
+
+
+def flaky_once(key: str) -> str:
+    """Fails every other attempt with a transient error."""
+    FLAKY_ATTEMPTS.append(key)
+    if len(FLAKY_ATTEMPTS) % 2:
+        raise ConnectionError("transient")
+    return f"done {key}"
+
+
+class RetriesAfterAnHour(Agent):
+    """A call retried after long backoffs (an hour, capped at the policy's 30 s): on a real clock a sweep of it
+    would wait that long at every recovery."""
+
+    @action(InputEvent)
+    @staticmethod
+    def handle(event: Event, ctx: RunnerContext) -> None:
+        policy = RetryPolicy(max_attempts=3, backoff=Backoff(initial=3600.0, jitter=0.0), retry_on=(ConnectionError,))
+        ctx.send_event(OutputEvent(ctx.durable_execute(flaky_once, event.attributes["input"], retry=policy)))
