@@ -94,12 +94,19 @@ def judge(
     forbidden = floor is not None and (floor < bound if at_least else floor > bound)
     state = MET if met else FORBIDDEN if forbidden else NOT_MET
     sign = ">=" if at_least else "<="
+    # A figure or floor on the wrong side of the bound by less than its last digit gets more digits, so the
+    # table never shows "1.60x ... NOT met" against ">= 1.60x".
+    shown = digits
+    while shown < digits + 4 and any(
+        v is not None and v != bound and _fmt(v, "", shown) == _fmt(bound, "", shown) for v in (figure, floor)
+    ):
+        shown += 1
     VERDICTS.append(
         Verdict(
             target,
             f"{sign} {_fmt(bound, unit, digits)}",
-            _fmt(figure, unit, digits),
-            "" if floor is None else _fmt(floor, unit, digits),
+            _fmt(figure, unit, shown),
+            "" if floor is None else _fmt(floor, unit, shown),
             state,
         )
     )

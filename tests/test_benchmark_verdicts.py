@@ -58,6 +58,17 @@ def test_a_target_at_least_turns_the_comparisons_round(figure: float, floor: flo
     assert _util.VERDICTS[0].bound == ">= 1.60x"
 
 
+def test_a_figure_a_hair_off_its_bound_shows_the_digit_that_decides() -> None:
+    """1.597 against >= 1.6 reads 1.597x, not a "1.60x" beside NOT met; a floor likewise; a figure exactly on
+    the bound keeps its digits."""
+    assert judge("P9b -n 2", 1.5974, 1.6, floor=1.7401, at_least=True) == NOT_MET
+    assert (_util.VERDICTS[-1].figure, _util.VERDICTS[-1].floor) == ("1.597x", "1.740x")
+    judge("P10 flink-agents", 1.40, 1.3, floor=1.2996)
+    assert (_util.VERDICTS[-1].figure, _util.VERDICTS[-1].floor) == ("1.4000x", "1.2996x")
+    judge("P1a", 3.0, 3, " µs")
+    assert _util.VERDICTS[-1].figure == "3.00 µs"
+
+
 def test_numbers_keep_their_digits_and_thousands() -> None:
     judge("P4 scenarios", 7956.4, 4000, "/s", at_least=True, digits=0)
     assert (_util.VERDICTS[0].figure, _util.VERDICTS[0].bound) == ("7 956/s", ">= 4 000/s")
