@@ -75,5 +75,5 @@ def test_the_howto_test_files_run_verbatim_under_strict_markers_and_warnings_as_
     result.stdout.fnmatch_lines(["*backend: mystore*overall level: FULL*"])
     # Two slow runner checks are deselected above, so that backend's run is not a certification (KIT-7).
     result.stdout.fnmatch_lines(
-        ["*backend: myruntime*overall level: INCOMPLETE (73 of 75 checks run; not a certification)"]
+        ["*backend: myruntime*overall level: INCOMPLETE (74 of 76 checks run; not a certification)"]
     )
