@@ -49,8 +49,8 @@ def main() -> list[tuple[str, ...]]:
     missing = [m for m in ("flink_agents", "pyflink") if importlib.util.find_spec(m) is None]
     if missing:
         print(
-            f"P12 not measured: {' and '.join(missing)} not installed (run scripts/flink-agents-venv.sh and "
-            "`python -m benchmarks p12` with its python)"
+            f"P12 not measured: {' and '.join(missing)} not installed (run scripts/flink-agents-venv.sh: then "
+            "`python -m benchmarks` hands P12 to its python, .venv-flink-agents or $DURABLE_FLINK_AGENTS_VENV)"
         )
         record(
             "P12 shipped examples, scenario / crash-free run",

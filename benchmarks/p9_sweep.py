@@ -100,9 +100,9 @@ def main() -> list[tuple[str, ...]]:
             "calls",
             "ms/scenario",
             "µs/scenario/call",
-            "floor: recovery µs/call",
+            "bare recovery µs/call",
             "crash-free run µs/call",
-            "floor sweep s",
+            "every recovery in full s",
         )
     ]
     for n in SIZES:

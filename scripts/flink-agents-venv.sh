@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Creates a separate virtual environment with the real Flink Agents Python API (flink-agents 0.3.1 and
-# apache-flink, about 1.3 GB together) plus this project, so tests/flink_agents and
-# tests/flink_agents run against the installed package. The main environment stays free of it:
+# apache-flink, about 1.3 GB together) plus this project, so tests/flink_agents and the package's own tests
+# (the upstream lane) run against the installed package. The main environment stays free of it:
 # flink_agents is an optional extra (pytest-durable[flink-agents]).
 #
 # Usage: scripts/flink-agents-venv.sh [VENV_DIR]   (default: .venv-flink-agents at the repository root)

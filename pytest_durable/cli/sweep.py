@@ -56,6 +56,18 @@ def read_shard(text: str | None) -> tuple[int, int] | None:
     raise CommandError(f"--shard {text!r}: expected K/N with 1 <= K <= N, e.g. --shard 1/2 for the first of two parts")
 
 
+def _shard_joined(argv: list[str]) -> list[str]:
+    """``--shard -1/2`` as ``--shard=-1/2``: argparse takes a value starting with ``-`` for an option and never
+    hands it to :func:`read_shard`, whose error says what a part is."""
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1] == "--shard" and arg.startswith("-") and arg[1:2].isdigit():
+            out[-1] = f"--shard={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
 def main(argv: list[str]) -> int:
     parser = Parser(
         prog="durable sweep",
@@ -103,10 +115,10 @@ def main(argv: list[str]) -> int:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="draw a progress line on standard error (points done, crashes fired, time left); default: only "
-        "when standard error is a terminal (CLI-2)",
+        "when standard error is a terminal (CLI-7)",
     )
     crash_coverage.add_arguments(parser)
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_shard_joined(argv))
     with crash_coverage.measuring(args):  # from before the agent's module is imported (COV-1)
         return _sweep(args)
 
@@ -156,7 +168,8 @@ def _sweep(args: argparse.Namespace) -> int:
             stores.cleanup()
     verdict = Verdict(outcomes, effects_declared=ledger is not None)
     if shard is not None:
-        print(f"part {shard[0] + 1} of {shard[1]}: {len(outcomes)} fault points (--shard {args.shard})")
+        part = f"{shard[0] + 1}/{shard[1]}"
+        print(f"part {shard[0] + 1} of {shard[1]}: {len(outcomes)} fault points (--shard {part})")
     _print_matrix(verdict)
     if args.verbose:
         for line in start_summary(outcomes):

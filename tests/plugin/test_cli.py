@@ -530,7 +530,7 @@ def test_sweep_parts_together_are_the_whole_sweep(tmp_path: Path, capsys: pytest
     assert codes == [whole_code, whole_code]
 
 
-@pytest.mark.parametrize("bad", ["0/2", "3/2", "1", "a/b", "1/0", "2/1"])
+@pytest.mark.parametrize("bad", ["0/2", "3/2", "1", "a/b", "1/0", "2/1", "-1/2", "1/2/3"])
 def test_a_bad_shard_is_one_line(bad: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """CLI-8, CLI-3: a --shard that is not K/N with 1 <= K <= N is one line naming it and an example (exit 2)."""
     inputs = tmp_path / "in.jsonl"
