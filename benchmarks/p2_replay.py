@@ -14,7 +14,7 @@ from reference_runtime.records import ActionRef, ActionState, StateRef
 from reference_runtime.stores.memory import InMemoryStore
 from reference_runtime.stores.sqlite import SqliteStore
 
-from ._util import judge, table
+from ._util import judge, point, table
 
 REF = StateRef("k", 0, ActionRef("a", "m", "A.a", ("_input_event",)), InputEvent(0), "k-0-a")
 
@@ -54,6 +54,14 @@ def main() -> list[tuple[str, ...]]:
                 t = per_call_replay(make(k), k)
                 base = base or t
                 rows.append((name, str(k), f"{t * 1e6:.1f}", f"{t / base:.2f}"))
+                point(
+                    "P2 replay per call by recorded calls",
+                    name,
+                    k,
+                    t * 1e6,
+                    xlabel="recorded calls K",
+                    ylabel="µs/call",
+                )
             judge(f"P2 replay per call, {name} store, K=10 000 / K=10", t / base, 1.5)
     print(table(rows))
     return rows

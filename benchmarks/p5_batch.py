@@ -27,7 +27,7 @@ from reference_runtime import (
 )
 from reference_runtime.stores.memory import InMemoryStore
 
-from ._util import judge, table
+from ._util import judge, point, table
 
 LATENCY = 0.05
 
@@ -92,6 +92,8 @@ def main() -> None:
         least = min(floor(n) for _ in range(3))
         serial = wall(n, False)
         worst = max(worst, (batch / LATENCY, least / LATENCY, n))
+        for series, value in (("batch", batch), ("floor: the sleeps on started threads", least), ("cold", cold)):
+            point("P5 batch wall time by tools", series, n, value / LATENCY, xlabel="tools N", ylabel="wall / L")
         rows.append(
             (
                 str(n),
