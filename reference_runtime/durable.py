@@ -198,7 +198,7 @@ class JournalEntry(NamedTuple):
     args_digest: str
     outcome: Literal["ok", "error", "in flight"]
     """``in flight``: the call's work had started when its attempt ended (a crash, here or in another
-    key's task) and was never settled: it ran, or runs on, unrecorded (spec DE-18)."""
+    key's task) and was never settled: it ran, or runs on, unrecorded (spec DE-19)."""
     source: Source
     attempt: int = 0
     """How many failovers preceded this execution attempt (stamped by the runner)."""
@@ -607,8 +607,8 @@ class ActionExecution:
         if not running:
             return
         # A copy first: a pool thread's crash may still note its slot (an existing key) meanwhile.
-        for call, plan in (slot[:2] for slot in list(running.values())):
-            cid, fid, digest, _ = call
+        for slot in list(running.values()):
+            (cid, fid, digest, _), plan = slot[0], slot[1]
             self.journal.append(_new(JournalEntry, (cid, fid, digest, "in flight", _SOURCES[plan], self.failovers)))
             if self.first_ran is None:
                 self.first_ran = len(self.journal) - 1

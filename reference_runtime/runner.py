@@ -564,7 +564,7 @@ class Runner:
                 f"action raised {type(exc).__name__}: {exc}", Location(ref.key, ref.seq, spec.name)
             ) from exc
         finally:
-            execution.abandon()  # calls whose work an unfinished attempt left in flight (DE-18)
+            execution.abandon()  # calls whose work an unfinished attempt left in flight (DE-19)
             if self._first_ran is None and execution.first_ran is not None:
                 self._first_ran = len(self.journal) + execution.first_ran
             self.journal.extend(execution.journal)
